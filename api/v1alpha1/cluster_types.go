@@ -1,0 +1,268 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ValkeyClusterSpec is a product team's request for a Valkey cluster.
+type ValkeyClusterSpec struct {
+	// ConfigRef is the name of the ValkeyConfig the nodes run with.
+	// +kubebuilder:validation:MinLength=1
+	ConfigRef string `json:"configRef"`
+
+	// Shards is the number of primaries holding slots.
+	// +kubebuilder:validation:Minimum=1
+	Shards int32 `json:"shards"`
+
+	// ReplicasPerShard is the number of replicas of each primary (the primary
+	// is not counted: 1 means two nodes per shard).
+	// +kubebuilder:validation:Minimum=0
+	ReplicasPerShard int32 `json:"replicasPerShard"`
+
+	// ACL bindings added to those of the config chain; a username may not
+	// repeat one of the config's.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.username == x.username))",message="duplicate username in ACL bindings"
+	ACL []AclBinding `json:"acl,omitempty"`
+
+	// Placement of the cluster's pods.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
+	// TLS makes every node TLS-only. Whether it is set cannot change after
+	// creation; only secretRef may change.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// PodAnnotations are applied to the pods only. Additions and changes are
+	// patched onto running pods in place; a removed key stays on running pods
+	// until they are next replaced. Keys under valkey.gomomento.com/ are reserved.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('valkey.gomomento.com/'))",message="annotation keys with the prefix valkey.gomomento.com/ are reserved for the operator"
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// Autoscaling makes spec.shards the starting count of a shard count driven
+	// by utilisation.
+	// +optional
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
+}
+
+// TLSSpec names the Secret with the nodes' certificate.
+type TLSSpec struct {
+	// SecretRef is a kubernetes.io/tls Secret in the cluster's namespace with
+	// tls.crt, tls.key and ca.crt. Its SANs must include
+	// {cluster}.{namespace}.svc.cluster.local and *.{cluster}.{namespace}.svc.cluster.local.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretRef string `json:"secretRef"`
+}
+
+// Autoscaling bounds and triggers for the shard count.
+// +kubebuilder:validation:XValidation:rule="self.maxShards >= self.minShards",message="maxShards must be greater than or equal to minShards"
+// +kubebuilder:validation:XValidation:rule="!has(self.scaleIn) || !has(self.scaleIn.memoryPercent) || (has(self.scaleOut.memoryPercent) && self.scaleIn.memoryPercent < self.scaleOut.memoryPercent)",message="scaleIn.memoryPercent must be below scaleOut.memoryPercent"
+// +kubebuilder:validation:XValidation:rule="!has(self.scaleIn) || !has(self.scaleIn.cpuPercent) || (has(self.scaleOut.cpuPercent) && self.scaleIn.cpuPercent < self.scaleOut.cpuPercent)",message="scaleIn.cpuPercent must be below scaleOut.cpuPercent"
+type Autoscaling struct {
+	// +kubebuilder:validation:Minimum=1
+	MinShards int32 `json:"minShards"`
+	// +kubebuilder:validation:Minimum=1
+	MaxShards int32 `json:"maxShards"`
+
+	// ScaleOut adds one shard when the latest sample of any primary reaches a threshold.
+	ScaleOut ScaleOutTriggers `json:"scaleOut"`
+
+	// ScaleIn removes one shard when every node's peak over the window is
+	// below every threshold. Omit to never scale in.
+	// +optional
+	ScaleIn *ScaleInTriggers `json:"scaleIn,omitempty"`
+
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=30
+	ScaleInWindowSeconds int32 `json:"scaleInWindowSeconds,omitempty"`
+	// +optional
+	// +kubebuilder:default=180
+	// +kubebuilder:validation:Minimum=0
+	ScaleOutCooldownSeconds int32 `json:"scaleOutCooldownSeconds,omitempty"`
+	// +optional
+	// +kubebuilder:default=900
+	// +kubebuilder:validation:Minimum=0
+	ScaleInCooldownSeconds int32 `json:"scaleInCooldownSeconds,omitempty"`
+}
+
+// ScaleOutTriggers are thresholds; an unset one is off.
+type ScaleOutTriggers struct {
+	// Percent of maxmemory (or of the container memory limit without maxmemory).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MemoryPercent *float64 `json:"memoryPercent,omitempty"`
+	// Percent of the container CPU limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CPUPercent *float64 `json:"cpuPercent,omitempty"`
+	// Inbound plus outbound throughput of one node, in Mbit/s.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BandwidthMbps *float64 `json:"bandwidthMbps,omitempty"`
+}
+
+// ScaleInTriggers are thresholds; an unset one is off.
+type ScaleInTriggers struct {
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MemoryPercent *float64 `json:"memoryPercent,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	CPUPercent *float64 `json:"cpuPercent,omitempty"`
+}
+
+// ClusterState is the summary state of a ValkeyCluster. No state is terminal:
+// every failure recovers once its cause is fixed.
+// +kubebuilder:validation:Enum=Creating;Active;Updating;Invalid
+type ClusterState string
+
+const (
+	StateCreating ClusterState = "Creating"
+	StateActive   ClusterState = "Active"
+	StateUpdating ClusterState = "Updating"
+	StateInvalid  ClusterState = "Invalid"
+)
+
+// ValkeyClusterStatus is the observed state of a ValkeyCluster.
+type ValkeyClusterStatus struct {
+	// State summarises the cluster; a missing status counts as Creating.
+	// +optional
+	State ClusterState `json:"state,omitempty"`
+
+	// Message explains the state, for example the exact TLS validation failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Progressing, Degraded, TLSValid,
+	// CertificateExpiringSoon and others; see the troubleshooting guide.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// TargetSpec is the topology bootstrap is building; edits to shards and
+	// replicasPerShard made while Creating are applied once Active.
+	// +optional
+	TargetSpec *TargetTopology `json:"targetSpec,omitempty"`
+
+	// Shards is the number of primaries holding slots.
+	// +optional
+	Shards int32 `json:"shards,omitempty"`
+
+	// Selector of the cluster's pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// Nodes lists the names of the cluster's ValkeyNodes.
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// ReadyNodes counts nodes whose pod is running and which are cluster members.
+	// +optional
+	ReadyNodes int32 `json:"readyNodes,omitempty"`
+
+	// SlotsAssigned counts the hash slots held by a primary (16384 when complete).
+	// +optional
+	SlotsAssigned int32 `json:"slotsAssigned,omitempty"`
+
+	// ShardStatuses describe each shard: its primary, replicas and slots.
+	// +optional
+	ShardStatuses []ShardStatus `json:"shardStatuses,omitempty"`
+
+	// TLS describes the certificate the nodes serve.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+
+	// Autoscaling is the current autoscaling target.
+	// +optional
+	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
+}
+
+// TargetTopology is the shape bootstrap builds.
+type TargetTopology struct {
+	Shards           int32 `json:"shards"`
+	ReplicasPerShard int32 `json:"replicasPerShard"`
+}
+
+// ShardStatus is the observed membership of one shard.
+type ShardStatus struct {
+	// Index is the shard's scheduling index (the pod label), not Valkey's shard ID.
+	Index int32 `json:"index"`
+	// +optional
+	Primary string `json:"primary,omitempty"`
+	// +optional
+	Replicas []string `json:"replicas,omitempty"`
+	// Slots held, as ranges, for example 0-5460.
+	// +optional
+	Slots string `json:"slots,omitempty"`
+	// +optional
+	SlotCount int32 `json:"slotCount,omitempty"`
+}
+
+// TLSStatus is what the nodes serve compared with the Secret.
+type TLSStatus struct {
+	// Fingerprint is the SHA-256 of the certificate in the Secret.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// NotAfter of the certificate in the Secret.
+	// +optional
+	NotAfter *metav1.Time `json:"notAfter,omitempty"`
+	// NodesServingCurrent counts nodes whose served certificate is the Secret's.
+	// +optional
+	NodesServingCurrent int32 `json:"nodesServingCurrent,omitempty"`
+	// +optional
+	NodesTotal int32 `json:"nodesTotal,omitempty"`
+}
+
+// AutoscalingStatus is the autoscaler's current decision.
+type AutoscalingStatus struct {
+	// +optional
+	DesiredShards int32 `json:"desiredShards,omitempty"`
+}
+
+// ValkeyCluster is a Valkey cluster in cluster mode, managed by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=vkc
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.shards,statuspath=.status.shards,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.configRef`
+// +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicasPerShard`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Desired Shards",type=integer,JSONPath=`.status.autoscaling.desiredShards`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="has(self.spec.tls) == has(oldSelf.spec.tls)",message="spec.tls cannot be added or removed after creation; only spec.tls.secretRef may change",fieldPath=".spec.tls"
+type ValkeyCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   ValkeyClusterSpec   `json:"spec"`
+	Status ValkeyClusterStatus `json:"status,omitempty"`
+}
+
+// ValkeyClusterList is a list of ValkeyCluster.
+// +kubebuilder:object:root=true
+type ValkeyClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValkeyCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ValkeyCluster{}, &ValkeyClusterList{})
+}

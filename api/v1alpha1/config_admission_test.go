@@ -1,0 +1,80 @@
+package v1alpha1_test
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"fmt"
+	"testing"
+)
+
+func configManifest(spec string) string {
+	return fmt.Sprintf(`apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyConfig
+metadata:
+  name: standard
+spec:
+%s`, spec)
+}
+
+const hashA = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+
+func binding(username string) string {
+	return fmt.Sprintf(`{username: %s, passwordHashes: [%s], permissions: [{roleRef: reader, keys: [{pattern: "app:*"}]}]}`, username, hashA)
+}
+
+func TestValkeyConfigAdmission(t *testing.T) {
+	runAdmission(t, []admissionCase{
+		{name: "empty spec", manifest: configManifest("  {}\n")},
+		{name: "full", manifest: configManifest(`  imageRef: valkey-8
+  baseRef: base
+  resources:
+    cpu: 500m
+    memory: 1Gi
+  valkey:
+    maxmemory: 800mb
+    maxmemory-policy: allkeys-lru
+  acl:
+  - ` + binding("app") + "\n")},
+		{name: "cpu not a quantity", manifest: configManifest("  resources:\n    cpu: lots\n"),
+			want: []string{"spec.resources.cpu", "cpu must be a Kubernetes quantity"}},
+		{name: "memory not a quantity", manifest: configManifest("  resources:\n    memory: 1 gig\n"),
+			want: []string{"spec.resources.memory", "memory must be a Kubernetes quantity"}},
+		{name: "requirepass refused", manifest: configManifest("  valkey:\n    requirepass: secret\n"),
+			want: []string{"spec.valkey", "authentication, ACL and include directives are managed by the operator"}},
+		{name: "primaryauth refused", manifest: configManifest("  valkey:\n    primaryauth: secret\n"),
+			want: []string{"spec.valkey", "managed by the operator"}},
+		{name: "masterauth alias refused", manifest: configManifest("  valkey:\n    masterauth: secret\n"),
+			want: []string{"spec.valkey", "managed by the operator"}},
+		{name: "aclfile refused", manifest: configManifest("  valkey:\n    aclfile: /tmp/users.acl\n"),
+			want: []string{"spec.valkey", "managed by the operator"}},
+		{name: "user refused", manifest: configManifest("  valkey:\n    user: bob on nopass\n"),
+			want: []string{"spec.valkey", "managed by the operator"}},
+		{name: "include refused", manifest: configManifest("  valkey:\n    include: /etc/other.conf\n"),
+			want: []string{"spec.valkey", "managed by the operator"}},
+		{name: "directive case does not matter", manifest: configManifest("  valkey:\n    RequirePass: secret\n"),
+			want: []string{"spec.valkey", "managed by the operator"}},
+		{name: "tls directives refused", manifest: configManifest("  valkey:\n    tls-port: \"6380\"\n"),
+			want: []string{"spec.valkey", "tls-* directives are managed by the operator"}},
+		{name: "duplicate username", manifest: configManifest("  acl:\n  - " + binding("app") + "\n  - " + binding("app") + "\n"),
+			want: []string{"spec.acl", "duplicate username in ACL bindings"}},
+		{name: "too many bindings", manifest: configManifest("  acl: " + repeat(65, func(i int) string { return binding(fmt.Sprintf("user%d", i)) }) + "\n"),
+			want: []string{"spec.acl", "Too many"}},
+		{name: "baseRef names itself", manifest: configManifest("  baseRef: standard\n"),
+			want: []string{"spec.baseRef must not name the config itself"}},
+	})
+}
+
+// An empty acl list is kept, so it can clear inherited bindings.
+func TestValkeyConfigEmptyACLIsKept(t *testing.T) {
+	m := configManifest("  imageRef: valkey-8\n  acl: []\n")
+	if err := create(t, m); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	stored := get(t, m)
+	acl, found, err := unstructured.NestedSlice(stored.Object, "spec", "acl")
+	if err != nil || !found {
+		t.Fatalf("spec.acl was dropped (found=%v, err=%v)", found, err)
+	}
+	if len(acl) != 0 {
+		t.Fatalf("spec.acl = %v, want []", acl)
+	}
+}

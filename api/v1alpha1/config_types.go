@@ -1,0 +1,88 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ValkeyConfigSpec is one item of the platform team's menu. Every field is
+// optional; a config is usable once imageRef is set somewhere along its
+// baseRef chain.
+type ValkeyConfigSpec struct {
+	// ImageRef is the name of a ValkeyImage.
+	// +optional
+	ImageRef string `json:"imageRef,omitempty"`
+
+	// BaseRef is the name of the parent ValkeyConfig whose settings this one
+	// inherits and overrides.
+	// +optional
+	BaseRef string `json:"baseRef,omitempty"`
+
+	// Resources of each Valkey container; each value becomes both the request
+	// and the limit.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
+
+	// Valkey directives written into each node's configuration file. Keys the
+	// operator owns (authentication, ACL, TLS and include directives) are
+	// refused; the forced cluster settings always override the rest.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii() in ['requirepass', 'primaryauth', 'masterauth', 'primaryuser', 'masteruser', 'aclfile', 'user', 'include']))",message="authentication, ACL and include directives are managed by the operator and cannot be set in spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.lowerAscii().startsWith('tls-'))",message="tls-* directives are managed by the operator and cannot be set in spec.valkey"
+	Valkey map[string]string `json:"valkey,omitempty"`
+
+	// ACL bindings applied to every cluster using this config. The first
+	// config along the baseRef chain that sets acl wins; an empty list is set
+	// and clears inherited bindings.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.username == x.username))",message="duplicate username in ACL bindings"
+	ACL []AclBinding `json:"acl,omitzero"`
+}
+
+// Resources are Kubernetes quantities for the Valkey container.
+type Resources struct {
+	// CPU request and limit, for example 500m.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="cpu must be a Kubernetes quantity, for example 500m or 2"
+	CPU string `json:"cpu,omitempty"`
+
+	// Memory request and limit, for example 1Gi.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="memory must be a Kubernetes quantity, for example 1Gi"
+	Memory string `json:"memory,omitempty"`
+}
+
+// ValkeyConfigStatus is reserved; the config has no observed state.
+type ValkeyConfigStatus struct{}
+
+// ValkeyConfig is a cluster-scoped, inheritable set of node settings.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=vkcfg
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="ImageRef",type=string,JSONPath=`.spec.imageRef`
+// +kubebuilder:printcolumn:name="BaseRef",type=string,JSONPath=`.spec.baseRef`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.baseRef) || self.spec.baseRef != self.metadata.name",message="spec.baseRef must not name the config itself"
+type ValkeyConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec   ValkeyConfigSpec   `json:"spec,omitempty"`
+	Status ValkeyConfigStatus `json:"status,omitempty"`
+}
+
+// ValkeyConfigList is a list of ValkeyConfig.
+// +kubebuilder:object:root=true
+type ValkeyConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValkeyConfig `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ValkeyConfig{}, &ValkeyConfigList{})
+}

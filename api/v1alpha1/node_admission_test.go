@@ -1,0 +1,91 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+func nodeManifest(name, spec string) string {
+	return `apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyNode
+metadata:
+  name: ` + name + `
+  namespace: nodes
+spec:
+` + spec
+}
+
+const nodeSpec = "  clusterName: my-cluster\n  image: valkey/valkey:8.0.1\n  shardIndex: 0\n"
+
+func TestValkeyNodeAdmission(t *testing.T) {
+	runAdmission(t, []admissionCase{
+		{name: "minimal", manifest: nodeManifest("my-cluster-1a4f2", nodeSpec)},
+		{name: "every field", manifest: nodeManifest("my-cluster-1a4f2", nodeSpec+`  cpu: 500m
+  memory: 1Gi
+  valkeySettings: {maxmemory: 800mb}
+  tlsSecret: my-cluster-tls
+  placement: {zones: [zone-a], zoneSpread: required}
+  lifecycle: Joining
+`)},
+		{name: "clusterName missing", manifest: nodeManifest("node-x", "  image: valkey/valkey:8.0.1\n  shardIndex: 0\n"),
+			want: []string{"spec.clusterName", "Required value"}},
+		{name: "image missing", manifest: nodeManifest("node-x", "  clusterName: c\n  shardIndex: 0\n"),
+			want: []string{"spec.image", "Required value"}},
+		{name: "shardIndex missing", manifest: nodeManifest("node-x", "  clusterName: c\n  image: valkey/valkey:8.0.1\n"),
+			want: []string{"spec.shardIndex", "Required value"}},
+		{name: "negative shardIndex", manifest: nodeManifest("node-x", "  clusterName: c\n  image: valkey/valkey:8.0.1\n  shardIndex: -1\n"),
+			want: []string{"spec.shardIndex", "greater than or equal to 0"}},
+		{name: "lifecycle not an enum value", manifest: nodeManifest("node-x", nodeSpec+"  lifecycle: Dead\n"),
+			want: []string{"spec.lifecycle", "Unsupported value"}},
+	})
+}
+
+func TestValkeyNodeDefaults(t *testing.T) {
+	m := nodeManifest("defaults", nodeSpec)
+	if err := create(t, m); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	var n valkeyv1.ValkeyNode
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "nodes", Name: "defaults"}, &n); err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if n.Spec.Lifecycle != valkeyv1.LifecycleActive {
+		t.Errorf("lifecycle defaulted to %q, want Active", n.Spec.Lifecycle)
+	}
+	if n.Spec.ValkeySettings == nil {
+		t.Errorf("valkeySettings not defaulted to {}")
+	}
+}
+
+// Every spec field but lifecycle is immutable.
+func TestValkeyNodeSpecImmutableExceptLifecycle(t *testing.T) {
+	m := nodeManifest("immutable", nodeSpec+"  cpu: 500m\n  valkeySettings: {maxmemory: 800mb}\n  lifecycle: Joining\n")
+	if err := create(t, m); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(spec map[string]any)
+		want   []string
+	}{
+		{name: "lifecycle may change", mutate: func(s map[string]any) { s["lifecycle"] = "Active" }},
+		{name: "clusterName", mutate: func(s map[string]any) { s["clusterName"] = "other" }, want: []string{"spec.clusterName is immutable"}},
+		{name: "image", mutate: func(s map[string]any) { s["image"] = "valkey/valkey:9.0.1" }, want: []string{"spec.image is immutable"}},
+		{name: "shardIndex", mutate: func(s map[string]any) { s["shardIndex"] = int64(2) }, want: []string{"spec.shardIndex is immutable"}},
+		{name: "cpu changed", mutate: func(s map[string]any) { s["cpu"] = "1" }, want: []string{"spec.cpu is immutable"}},
+		{name: "cpu removed", mutate: func(s map[string]any) { delete(s, "cpu") }, want: []string{"spec.cpu is immutable"}},
+		{name: "memory added", mutate: func(s map[string]any) { s["memory"] = "1Gi" }, want: []string{"spec.memory is immutable"}},
+		{name: "valkeySettings", mutate: func(s map[string]any) { s["valkeySettings"] = map[string]any{"maxmemory": "1gb"} }, want: []string{"spec.valkeySettings is immutable"}},
+		{name: "tlsSecret added", mutate: func(s map[string]any) { s["tlsSecret"] = "x" }, want: []string{"spec.tlsSecret is immutable"}},
+		{name: "placement added", mutate: func(s map[string]any) { s["placement"] = map[string]any{"zones": []any{"zone-a"}} }, want: []string{"spec.placement is immutable"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assertAdmission(t, update(t, m, tc.mutate), tc.want)
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeLifecycle is where a node is in its life as a cluster member.
+// +kubebuilder:validation:Enum=Active;Joining;Leaving
+type NodeLifecycle string
+
+const (
+	LifecycleJoining NodeLifecycle = "Joining"
+	LifecycleActive  NodeLifecycle = "Active"
+	LifecycleLeaving NodeLifecycle = "Leaving"
+)
+
+// ValkeyNodeSpec records one member. Everything but lifecycle is fixed at
+// creation: a change means a replacement node, never an edit.
+// +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName",message="spec.clusterName is immutable"
+// +kubebuilder:validation:XValidation:rule="self.image == oldSelf.image",message="spec.image is immutable"
+// +kubebuilder:validation:XValidation:rule="self.shardIndex == oldSelf.shardIndex",message="spec.shardIndex is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.cpu) == has(oldSelf.cpu) && (!has(self.cpu) || self.cpu == oldSelf.cpu)",message="spec.cpu is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.memory) == has(oldSelf.memory) && (!has(self.memory) || self.memory == oldSelf.memory)",message="spec.memory is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.valkeySettings) == has(oldSelf.valkeySettings) && (!has(self.valkeySettings) || self.valkeySettings == oldSelf.valkeySettings)",message="spec.valkeySettings is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="spec.tlsSecret is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.placement) == has(oldSelf.placement) && (!has(self.placement) || self.placement == oldSelf.placement)",message="spec.placement is immutable"
+type ValkeyNodeSpec struct {
+	// ClusterName is the owning ValkeyCluster.
+	// +kubebuilder:validation:MinLength=1
+	ClusterName string `json:"clusterName"`
+
+	// Image is the resolved repository:tag.
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+
+	// CPU copied from the resolved config.
+	// +optional
+	CPU string `json:"cpu,omitempty"`
+
+	// Memory copied from the resolved config.
+	// +optional
+	Memory string `json:"memory,omitempty"`
+
+	// ValkeySettings is the merged valkey map with the forced settings applied.
+	// +optional
+	// +kubebuilder:default={}
+	ValkeySettings map[string]string `json:"valkeySettings,omitempty"`
+
+	// ShardIndex is the scheduling index (the pod label
+	// valkey.gomomento.com/shard-index), not Valkey's shard ID.
+	// +kubebuilder:validation:Minimum=0
+	ShardIndex int32 `json:"shardIndex"`
+
+	// TLSSecret is the Secret mounted at /etc/valkey/tls/; set iff the cluster has TLS.
+	// +optional
+	TLSSecret string `json:"tlsSecret,omitempty"`
+
+	// Placement is a snapshot of the cluster's placement at node creation.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
+	// Lifecycle is the only field that changes.
+	// +optional
+	// +kubebuilder:default=Active
+	Lifecycle NodeLifecycle `json:"lifecycle,omitempty"`
+}
+
+// NodeRole is the node's role in Valkey's topology.
+// +kubebuilder:validation:Enum=primary;replica;unknown
+type NodeRole string
+
+const (
+	RolePrimary NodeRole = "primary"
+	RoleReplica NodeRole = "replica"
+	RoleUnknown NodeRole = "unknown"
+)
+
+// ValkeyNodeStatus is what the operator last observed of the node.
+type ValkeyNodeStatus struct {
+	// NodeID is Valkey's cluster node ID.
+	// +optional
+	NodeID string `json:"nodeID,omitempty"`
+	// Role in the Valkey topology.
+	// +optional
+	Role NodeRole `json:"role,omitempty"`
+	// PodIP of the node's pod.
+	// +optional
+	PodIP string `json:"podIP,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ValkeyNode is the operator's record of one Valkey process. Users get read
+// access only.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=vkn
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.spec.shardIndex`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Lifecycle",type=string,JSONPath=`.spec.lifecycle`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ValkeyNode struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   ValkeyNodeSpec   `json:"spec"`
+	Status ValkeyNodeStatus `json:"status,omitempty"`
+}
+
+// ValkeyNodeList is a list of ValkeyNode.
+// +kubebuilder:object:root=true
+type ValkeyNodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValkeyNode `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ValkeyNode{}, &ValkeyNodeList{})
+}

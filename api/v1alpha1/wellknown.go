@@ -1,0 +1,29 @@
+package v1alpha1
+
+// Label, annotation and finalizer keys: the one place that names them.
+const (
+	// LabelName is set to LabelNameValue on every Valkey pod.
+	LabelName      = "app.kubernetes.io/name"
+	LabelNameValue = "valkey"
+	// LabelInstance carries the cluster name; the Service and the operator select on it.
+	LabelInstance = "app.kubernetes.io/instance"
+	// LabelManagedBy marks every object the operator creates.
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	LabelManagedByValue = "valkey-operator"
+	// LabelShardIndex is the node's scheduling index.
+	LabelShardIndex = "valkey.gomomento.com/shard-index"
+	// LabelJoinType says why a ValkeyNode was created (never on pods).
+	LabelJoinType = "valkey.gomomento.com/join-type"
+
+	JoinTypeReplica = "replica"
+	JoinTypePrimary = "primary"
+	JoinTypeShard   = "shard"
+
+	// ReservedPrefix is refused in spec.podAnnotations.
+	ReservedPrefix = "valkey.gomomento.com/"
+
+	// FinalizerCluster guards a ValkeyCluster's teardown.
+	FinalizerCluster = "valkey.gomomento.com/cleanup"
+	// FinalizerNode guards a ValkeyNode's teardown.
+	FinalizerNode = "valkey.gomomento.com/node-cleanup"
+)
