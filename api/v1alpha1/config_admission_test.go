@@ -1,8 +1,8 @@
 package v1alpha1_test
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"testing"
 )
 
