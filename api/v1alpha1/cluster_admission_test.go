@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -58,6 +59,9 @@ func TestValkeyClusterAdmission(t *testing.T) {
     scaleOut: {memoryPercent: 80, cpuPercent: 70.5, bandwidthMbps: 500}
     scaleIn: {memoryPercent: 30, cpuPercent: 20}
 `)},
+		{name: "name too long for pod names", manifest: clusterManifest(strings.Repeat("c", 58), minimalSpec),
+			want: []string{"metadata.name must be at most 57 characters"}},
+		{name: "name of 57 characters", manifest: clusterManifest(strings.Repeat("c", 57), minimalSpec)},
 		{name: "configRef missing", manifest: clusterManifest("c", "  shards: 1\n  replicasPerShard: 0\n"),
 			want: []string{"spec.configRef", "Required value"}},
 		{name: "shards missing", manifest: clusterManifest("c", "  configRef: standard\n  replicasPerShard: 0\n"),

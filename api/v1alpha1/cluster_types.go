@@ -245,6 +245,7 @@ type AutoscalingStatus struct {
 // +kubebuilder:printcolumn:name="Desired Shards",type=integer,JSONPath=`.status.autoscaling.desiredShards`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 57",message="metadata.name must be at most 57 characters: pod names add a 6-character suffix and must stay a 63-character DNS label"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.tls) == has(oldSelf.spec.tls)",message="spec.tls cannot be added or removed after creation; only spec.tls.secretRef may change",fieldPath=".spec.tls"
 type ValkeyCluster struct {
 	metav1.TypeMeta   `json:",inline"`

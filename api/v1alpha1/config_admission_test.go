@@ -55,6 +55,8 @@ func TestValkeyConfigAdmission(t *testing.T) {
 			want: []string{"spec.valkey", "managed by the operator"}},
 		{name: "tls directives refused", manifest: configManifest("  valkey:\n    tls-port: \"6380\"\n"),
 			want: []string{"spec.valkey", "tls-* directives are managed by the operator"}},
+		{name: "directive name with a space", manifest: configManifest("  valkey:\n    \"include /x\": other.conf\n"),
+			want: []string{"spec.valkey", "directive names must match"}},
 		{name: "duplicate username", manifest: configManifest("  acl:\n  - " + binding("app") + "\n  - " + binding("app") + "\n"),
 			want: []string{"spec.acl", "duplicate username in ACL bindings"}},
 		{name: "too many bindings", manifest: configManifest("  acl: " + repeat(65, func(i int) string { return binding(fmt.Sprintf("user%d", i)) }) + "\n"),

@@ -27,6 +27,7 @@ type ValkeyConfigSpec struct {
 	// refused; the forced cluster settings always override the rest.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z0-9_-]+$'))",message="directive names must match ^[a-zA-Z0-9_-]+$"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii() in ['requirepass', 'primaryauth', 'masterauth', 'primaryuser', 'masteruser', 'aclfile', 'user', 'include']))",message="authentication, ACL and include directives are managed by the operator and cannot be set in spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.lowerAscii().startsWith('tls-'))",message="tls-* directives are managed by the operator and cannot be set in spec.valkey"
 	Valkey map[string]string `json:"valkey,omitempty"`

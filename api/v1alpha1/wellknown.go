@@ -10,6 +10,9 @@ const (
 	// LabelManagedBy marks every object the operator creates.
 	LabelManagedBy      = "app.kubernetes.io/managed-by"
 	LabelManagedByValue = "valkey-operator"
+	// LabelPartOf marks the cluster-level objects as part of Valkey.
+	LabelPartOf      = "app.kubernetes.io/part-of"
+	LabelPartOfValue = LabelNameValue
 	// LabelShardIndex is the node's scheduling index.
 	LabelShardIndex = "valkey.gomomento.com/shard-index"
 	// LabelJoinType says why a ValkeyNode was created (never on pods).

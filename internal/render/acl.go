@@ -1,0 +1,118 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+)
+
+// ACLFile renders the ACL file of a cluster from its merged, role-resolved
+// bindings (in order), the system users' passwords and the lowest Valkey
+// version (MAJOR.MINOR.PATCH) any of its nodes runs, which decides the
+// replication user's grants.
+//
+// Per binding: "user <name> on", each password hash as #<hash>,
+// resetchannels, then the first permission's keys, channels, role categories
+// and role commands as root rules, and every further permission as a
+// selector "( ... )" of the same shape. Categories precede commands, each in
+// list order, because Valkey applies rules left to right and a command deny
+// must follow the category allow it narrows.
+func ACLFile(users []resolve.User, p Passwords, valkeyVersion string) (string, error) {
+	replGrants, err := replicationGrantsFor(valkeyVersion)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	defaultBound := false
+	for _, u := range users {
+		line, err := userLine(u)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+		if u.Binding.Username == defaultUser {
+			defaultBound = true
+		}
+	}
+	switch {
+	case defaultBound:
+	case len(users) == 0:
+		b.WriteString(defaultUserOpen + "\n")
+	default:
+		b.WriteString(defaultUserDisabled + "\n")
+	}
+	b.WriteString(systemUserLine(OperatorUser, p.Operator, operatorGrants))
+	b.WriteString(systemUserLine(ReplicationUser, p.Replication, replGrants))
+	return b.String(), nil
+}
+
+func userLine(u resolve.User) (string, error) {
+	b := u.Binding
+	if len(u.Roles) != len(b.Permissions) {
+		return "", fmt.Errorf("user %q: %d roles for %d permissions", b.Username, len(u.Roles), len(b.Permissions))
+	}
+	tokens := []string{"user", b.Username, "on"}
+	for _, h := range b.PasswordHashes {
+		tokens = append(tokens, "#"+string(h))
+	}
+	tokens = append(tokens, "resetchannels")
+	for i, perm := range b.Permissions {
+		rules := permissionRules(perm, u.Roles[i])
+		if i == 0 {
+			tokens = append(tokens, rules...)
+			continue
+		}
+		tokens = append(tokens, "("+strings.Join(rules, " ")+")")
+	}
+	return strings.Join(tokens, " "), nil
+}
+
+// permissionRules are one permission's tokens: keys, channels, categories,
+// commands.
+func permissionRules(perm v1alpha1.Permission, role v1alpha1.ValkeyRoleSpec) []string {
+	var rules []string
+	for _, k := range perm.Keys {
+		rules = append(rules, keyPrefix(k.Access)+k.Pattern)
+	}
+	for _, c := range perm.Channels {
+		rules = append(rules, "&"+string(c))
+	}
+	for _, c := range role.Categories {
+		rules = append(rules, accessSign(c.Access)+"@"+c.Name)
+	}
+	for _, c := range role.Commands {
+		cmd := c.Name
+		if c.Subcommand != "" {
+			cmd += "|" + c.Subcommand
+		}
+		rules = append(rules, accessSign(c.Access)+cmd)
+	}
+	return rules
+}
+
+// keyPrefix maps access to Valkey's key-permission syntax; an unset access
+// is the API default, readwrite.
+func keyPrefix(a v1alpha1.KeyAccess) string {
+	switch a {
+	case v1alpha1.KeyAccessRead:
+		return "%R~"
+	case v1alpha1.KeyAccessWrite:
+		return "%W~"
+	default:
+		return "~"
+	}
+}
+
+func accessSign(a v1alpha1.RuleAccess) string {
+	if a == v1alpha1.RuleDeny {
+		return "-"
+	}
+	return "+"
+}
+
+func systemUserLine(name, password string, grants []string) string {
+	return fmt.Sprintf("user %s on #%s resetchannels %s\n", name, passwordHash(password), strings.Join(grants, " "))
+}

@@ -1,0 +1,178 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+)
+
+const (
+	hashA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	hashB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+var (
+	testPasswords = Passwords{Operator: strings.Repeat("0", 128), Replication: strings.Repeat("1", 128)}
+
+	readWriteRole = v1alpha1.ValkeyRoleSpec{
+		Categories: []v1alpha1.CategoryRule{{Name: "read", Access: v1alpha1.RuleAllow}, {Name: "write", Access: v1alpha1.RuleAllow}},
+		Commands: []v1alpha1.CommandRule{
+			{Name: "cluster", Subcommand: "info", Access: v1alpha1.RuleAllow},
+			{Name: "flushall", Access: v1alpha1.RuleDeny},
+		},
+	}
+	// The documented example: root readwrite on batch:*, a selector
+	// granting read on metrics:*.
+	teamBatch = resolve.User{
+		Binding: v1alpha1.AclBinding{
+			Username:       "team-batch",
+			PasswordHashes: []v1alpha1.PasswordHash{hashA, hashB},
+			Permissions: []v1alpha1.Permission{
+				{RoleRef: "rw", Keys: []v1alpha1.KeyPattern{{Pattern: "batch:*", Access: v1alpha1.KeyAccessReadWrite}}},
+				{RoleRef: "rw", Keys: []v1alpha1.KeyPattern{{Pattern: "metrics:*", Access: v1alpha1.KeyAccessRead}}},
+			},
+		},
+		Roles: []v1alpha1.ValkeyRoleSpec{readWriteRole, readWriteRole},
+	}
+)
+
+// systemLines are the documented system users (Valkey 9).
+func systemLines() string {
+	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster +acl|load +ping +info +config|set\n" +
+		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels +psync +replconf +ping +cluster|syncslots\n"
+}
+
+func TestACLFile(t *testing.T) {
+	tests := []struct {
+		name  string
+		users []resolve.User
+		want  string // user lines before the system users
+	}{
+		{
+			name: "no binding leaves default open",
+			want: "user default on nopass ~* &* +@all\n",
+		},
+		{
+			name:  "documented example: root rules then a selector, default disabled",
+			users: []resolve.User{teamBatch},
+			want: "user team-batch on #" + hashA + " #" + hashB + " resetchannels ~batch:* +@read +@write +cluster|info -flushall" +
+				" (%R~metrics:* +@read +@write +cluster|info -flushall)\n" +
+				"user default off\n",
+		},
+		{
+			name: "key access prefixes, channels, unset access is readwrite",
+			users: []resolve.User{{
+				Binding: v1alpha1.AclBinding{
+					Username:       "app",
+					PasswordHashes: []v1alpha1.PasswordHash{hashA},
+					Permissions: []v1alpha1.Permission{{
+						RoleRef: "r",
+						Keys: []v1alpha1.KeyPattern{
+							{Pattern: "r:*", Access: v1alpha1.KeyAccessRead},
+							{Pattern: "w:*", Access: v1alpha1.KeyAccessWrite},
+							{Pattern: "rw:*"},
+						},
+						Channels: []v1alpha1.ChannelPattern{"news.*", "alerts"},
+					}},
+				},
+				Roles: []v1alpha1.ValkeyRoleSpec{{
+					Commands:   []v1alpha1.CommandRule{{Name: "get", Access: v1alpha1.RuleAllow}},
+					Categories: []v1alpha1.CategoryRule{{Name: "all", Access: v1alpha1.RuleDeny}},
+				}},
+			}},
+			want: "user app on #" + hashA + " resetchannels %R~r:* %W~w:* ~rw:* &news.* &alerts -@all +get\n" +
+				"user default off\n",
+		},
+		{
+			name: "a permission with no keys grants no key; an empty role grants no command",
+			users: []resolve.User{{
+				Binding: v1alpha1.AclBinding{
+					Username:       "nothing",
+					PasswordHashes: []v1alpha1.PasswordHash{hashA},
+					Permissions:    []v1alpha1.Permission{{RoleRef: "empty"}, {RoleRef: "empty", Keys: []v1alpha1.KeyPattern{{Pattern: "x"}}}},
+				},
+				Roles: []v1alpha1.ValkeyRoleSpec{{}, {}},
+			}},
+			want: "user nothing on #" + hashA + " resetchannels (~x)\n" +
+				"user default off\n",
+		},
+		{
+			name: "a binding named default replaces the default line",
+			users: []resolve.User{
+				{
+					Binding: v1alpha1.AclBinding{
+						Username:       "default",
+						PasswordHashes: []v1alpha1.PasswordHash{hashA},
+						Permissions:    []v1alpha1.Permission{{RoleRef: "rw", Keys: []v1alpha1.KeyPattern{{Pattern: "*"}}}},
+					},
+					Roles: []v1alpha1.ValkeyRoleSpec{readWriteRole},
+				},
+				teamBatch,
+			},
+			want: "user default on #" + hashA + " resetchannels ~* +@read +@write +cluster|info -flushall\n" +
+				"user team-batch on #" + hashA + " #" + hashB + " resetchannels ~batch:* +@read +@write +cluster|info -flushall" +
+				" (%R~metrics:* +@read +@write +cluster|info -flushall)\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ACLFile(tt.users, testPasswords, "9.0.1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.want + systemLines(); got != want {
+				t.Fatalf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestACLFileRefusesMismatchedRoles(t *testing.T) {
+	u := teamBatch
+	u.Roles = u.Roles[:1]
+	if _, err := ACLFile([]resolve.User{u}, testPasswords, "9.0.1"); err == nil {
+		t.Fatal("want an error for a user with fewer roles than permissions")
+	}
+}
+
+func TestSystemUserHashes(t *testing.T) {
+	// sha256("password") from any reference implementation.
+	if got := passwordHash("password"); got != "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8" {
+		t.Fatalf("passwordHash = %s", got)
+	}
+}
+
+func TestReplicationGrantsFollowTheOldestNode(t *testing.T) {
+	tests := []struct {
+		version string
+		want    string // the _momento_repl grants
+		err     bool
+	}{
+		{version: "8.0.1", want: "+psync +replconf +ping"},
+		{version: "8.1.4", want: "+psync +replconf +ping"},
+		{version: "9.0.0", want: "+psync +replconf +ping +cluster|syncslots"},
+		{version: "10.2.3", want: "+psync +replconf +ping +cluster|syncslots"},
+		{version: "", err: true},
+		{version: "v9.0.0", err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			got, err := ACLFile(nil, testPasswords, tt.version)
+			if tt.err {
+				if err == nil {
+					t.Fatal("want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels " + tt.want + "\n"
+			if !strings.HasSuffix(got, want) {
+				t.Fatalf("got\n%s\nwant suffix\n%s", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,53 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/tlssecret"
+)
+
+// Cluster is the environment every object of one ValkeyCluster is rendered
+// in. Inputs only some objects need (resolved settings, passwords, the
+// user's TLS Secret) are arguments of those methods.
+type Cluster struct {
+	Cluster *v1alpha1.ValkeyCluster
+	// ClusterDomain of the Kubernetes cluster; tlssecret.DefaultClusterDomain
+	// when empty.
+	ClusterDomain string
+	// DefaultZoneSpread applies to pods whose placement does not choose;
+	// bestEffort when empty.
+	DefaultZoneSpread v1alpha1.ZoneSpread
+}
+
+// TLS says whether the cluster's nodes are TLS-only.
+func (c Cluster) TLS() bool { return c.Cluster.Spec.TLS != nil }
+
+func domainOrDefault(domain string) string {
+	if domain == "" {
+		return tlssecret.DefaultClusterDomain
+	}
+	return domain
+}
+
+// zoneSpread is the effective strictness for a node's pod.
+func (c Cluster) zoneSpread(p *v1alpha1.Placement) v1alpha1.ZoneSpread {
+	switch {
+	case p != nil && p.ZoneSpread != "":
+		return p.ZoneSpread
+	case c.DefaultZoneSpread != "":
+		return c.DefaultZoneSpread
+	default:
+		return v1alpha1.ZoneSpreadBestEffort
+	}
+}
+
+// checkNode refuses a node of another cluster: its pod would carry this
+// cluster's annotations under the other's labels.
+func (c Cluster) checkNode(node *v1alpha1.ValkeyNode) error {
+	if node.Spec.ClusterName != c.Cluster.Name || node.Namespace != c.Cluster.Namespace {
+		return fmt.Errorf("ValkeyNode %s/%s belongs to cluster %q, not %s/%s",
+			node.Namespace, node.Name, node.Spec.ClusterName, c.Cluster.Namespace, c.Cluster.Name)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package render
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// NodeConfigMap holds one node's valkey.conf. It carries no credential (the
+// replication password is included from the auth Secret mount).
+func (c Cluster) NodeConfigMap(node *v1alpha1.ValkeyNode) (*corev1.ConfigMap, error) {
+	if err := c.checkNode(node); err != nil {
+		return nil, err
+	}
+	settings, err := c.nodeSettings(node)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := ValkeyConf(settings)
+	if err != nil {
+		return nil, fmt.Errorf("render valkey.conf of node %s/%s: %w", node.Namespace, node.Name, err)
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: nodeMeta(NodeConfigMapName(node.Name), node),
+		Data:       map[string]string{KeyValkeyConf: conf},
+	}, nil
+}
+
+// nodeSettings are the node's recorded settings with the forced ones
+// applied once more (cheap, and right even for a node recorded by an
+// operator whose table was shorter), plus the per-node announce hostname in
+// TLS mode.
+func (c Cluster) nodeSettings(node *v1alpha1.ValkeyNode) (map[string]string, error) {
+	tls := node.Spec.TLSSecret != ""
+	settings, err := Settings(node.Spec.ValkeySettings, tls)
+	if err != nil {
+		return nil, fmt.Errorf("settings of node %s/%s: %w", node.Namespace, node.Name, err)
+	}
+	if tls {
+		override(settings, keyAnnounceHostname, PodFQDN(node.Name, node.Spec.ClusterName, node.Namespace, c.ClusterDomain))
+	}
+	return settings, nil
+}

@@ -1,0 +1,79 @@
+package render
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+)
+
+// setting is one directive of the forced table.
+type setting struct{ key, value string }
+
+// forcedAlways are the directives every node runs with, whatever the config
+// says. bind is deliberately absent: the container passes --bind $(POD_IP)
+// because the local test runtime gives every pod its own loopback address on
+// one shared host network, where a wildcard bind would collide; binding the
+// pod IP is equally right in a real pod. The replication password is not a
+// directive here either: valkey.conf includes it from a Secret mount.
+var forcedAlways = []setting{
+	{"cluster-enabled", "yes"},
+	{"cluster-node-timeout", "5000"},
+	{"cluster-config-file", NodesConfFile},
+	{"dir", DataDir},
+	{"port", strconv.Itoa(int(PortValkey))},
+	{"protected-mode", "no"},
+	{"aclfile", ACLFilePath},
+	{"primaryuser", ReplicationUser},
+}
+
+// forcedTLS are applied after forcedAlways in TLS mode (port 0 closes the
+// plaintext listener). The per-node cluster-announce-hostname is added when
+// the node's ConfigMap is rendered, see nodeSettings.
+var forcedTLS = []setting{
+	{"port", "0"},
+	{"tls-port", strconv.Itoa(int(PortValkey))},
+	{"tls-cluster", "yes"},
+	{"tls-replication", "yes"},
+	{"tls-cert-file", TLSCertFile},
+	{"tls-key-file", TLSKeyFile},
+	{"tls-ca-cert-file", TLSCAFile},
+	{"tls-auth-clients", "no"},
+	{"cluster-preferred-endpoint-type", "hostname"},
+}
+
+// keyAnnounceHostname is forced per node in TLS mode.
+const keyAnnounceHostname = "cluster-announce-hostname"
+
+// Settings applies the cluster-wide forced settings over the merged user
+// map and returns a new map, the value recorded in ValkeyNode.spec.valkeySettings.
+// Valkey directive names are case-insensitive, so a user key differing from
+// a forced one only in case is dropped rather than left to compete with it.
+func Settings(user map[string]string, tls bool) (map[string]string, error) {
+	if err := validateSettings(user); err != nil {
+		return nil, err
+	}
+	out := maps.Clone(user)
+	if out == nil {
+		out = map[string]string{}
+	}
+	apply(out, forcedAlways)
+	if tls {
+		apply(out, forcedTLS)
+	}
+	return out, nil
+}
+
+func apply(into map[string]string, forced []setting) {
+	for _, s := range forced {
+		override(into, s.key, s.value)
+	}
+}
+
+func override(into map[string]string, key, value string) {
+	for k := range into {
+		if k != key && strings.EqualFold(k, key) {
+			delete(into, k)
+		}
+	}
+	into[key] = value
+}

@@ -1,0 +1,36 @@
+package render
+
+import (
+	"strconv"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// commonLabels are on every object the operator owns for a cluster: the
+// operator lists its objects by instance and recognises them by managed-by.
+func commonLabels(cluster string) map[string]string {
+	return map[string]string{
+		v1alpha1.LabelInstance:  cluster,
+		v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue,
+	}
+}
+
+// PodLabels are a node's pod labels.
+func PodLabels(cluster string, shard int32) map[string]string {
+	l := commonLabels(cluster)
+	l[v1alpha1.LabelName] = v1alpha1.LabelNameValue
+	l[v1alpha1.LabelShardIndex] = shardLabel(shard)
+	return l
+}
+
+// ClusterSelector selects every pod of a cluster (Service, status.selector).
+func ClusterSelector(cluster string) map[string]string {
+	return map[string]string{v1alpha1.LabelInstance: cluster}
+}
+
+// ShardSelector selects the pods of one shard.
+func ShardSelector(cluster string, shard int32) map[string]string {
+	return map[string]string{v1alpha1.LabelInstance: cluster, v1alpha1.LabelShardIndex: shardLabel(shard)}
+}
+
+func shardLabel(shard int32) string { return strconv.Itoa(int(shard)) }

@@ -1,0 +1,68 @@
+package render
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Object names and data keys: the one place that spells them.
+
+// ServiceName is the headless Service, and the pods' DNS subdomain.
+func ServiceName(cluster string) string { return cluster }
+
+// OperatorAuthSecretName holds the system users' passwords.
+func OperatorAuthSecretName(cluster string) string { return cluster + "-operator-auth" }
+
+// ACLSecretName holds the rendered ACL file. The documented operator uses a
+// ConfigMap {cluster}-acl; a Secret is used because the file holds password
+// hashes, which tenants with ConfigMap read access must not see.
+func ACLSecretName(cluster string) string { return cluster + "-acl" }
+
+// NodeTLSSecretName is the operator's copy of the user's TLS Secret that pods
+// mount. It is not {cluster}-tls: the documented example cluster my-cluster
+// keeps its own certificate in a Secret literally named my-cluster-tls.
+func NodeTLSSecretName(cluster string) string { return cluster + "-node-tls" }
+
+// NodeConfigMapName holds one node's valkey.conf.
+func NodeConfigMapName(node string) string { return node + "-config" }
+
+// PodDisruptionBudgetName guards one shard.
+func PodDisruptionBudgetName(cluster string, shard int32) string {
+	return cluster + "-shard-" + strconv.Itoa(int(shard))
+}
+
+// Data keys.
+const (
+	// KeyOperatorPassword authenticates the operator's system user.
+	KeyOperatorPassword = "operator-password"
+	// KeyReplicationPassword authenticates replicas to their primary.
+	KeyReplicationPassword = "repl-password"
+	// KeyPrimaryAuth is the config fragment carrying the replication
+	// password, included by valkey.conf so the password stays in a Secret.
+	KeyPrimaryAuth = "primaryauth.conf"
+	// KeyACL is the rendered ACL file.
+	KeyACL = "users.acl"
+	// KeyValkeyConf is a node's configuration file.
+	KeyValkeyConf = "valkey.conf"
+)
+
+// nodeSuffixLen is the number of hex characters after "{cluster}-".
+const nodeSuffixLen = 5
+
+// NewNodeName draws a node name {cluster}-{5 lowercase hex} from random. The
+// caller retries on a collision with an existing node.
+func NewNodeName(cluster string, random io.Reader) (string, error) {
+	b := make([]byte, (nodeSuffixLen+1)/2)
+	if _, err := io.ReadFull(random, b); err != nil {
+		return "", fmt.Errorf("draw node name suffix: %w", err)
+	}
+	return cluster + "-" + hex.EncodeToString(b)[:nodeSuffixLen], nil
+}
+
+// PodFQDN is the DNS name a node announces in TLS mode and the operator
+// verifies the node's certificate against.
+func PodFQDN(pod, cluster, namespace, clusterDomain string) string {
+	return fmt.Sprintf("%s.%s.%s.svc.%s", pod, ServiceName(cluster), namespace, domainOrDefault(clusterDomain))
+}

@@ -1,0 +1,53 @@
+package render
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+)
+
+// NodeSpec is the spec every new node of the cluster gets at shard index
+// shard; compare it with existing nodes through Outdated.
+func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSpec, error) {
+	settings, err := Settings(r.Valkey, c.TLS())
+	if err != nil {
+		return v1alpha1.ValkeyNodeSpec{}, fmt.Errorf("settings of cluster %s/%s: %w", c.Cluster.Namespace, c.Cluster.Name, err)
+	}
+	spec := v1alpha1.ValkeyNodeSpec{
+		ClusterName:    c.Cluster.Name,
+		Image:          r.Image,
+		CPU:            r.CPU,
+		Memory:         r.Memory,
+		ValkeySettings: settings,
+		ShardIndex:     shard,
+		Placement:      c.Cluster.Spec.Placement.DeepCopy(),
+		Lifecycle:      v1alpha1.LifecycleJoining,
+	}
+	if c.TLS() {
+		spec.TLSSecret = NodeTLSSecretName(c.Cluster.Name)
+	}
+	return spec, nil
+}
+
+// Node is a new ValkeyNode called name (see NewNodeName). joinType is one of
+// the v1alpha1.JoinType* values, or empty for a node of the initial
+// bootstrap, which carries no join-type label.
+func (c Cluster) Node(name string, r *resolve.Result, shard int32, joinType string) (*v1alpha1.ValkeyNode, error) {
+	spec, err := c.NodeSpec(r, shard)
+	if err != nil {
+		return nil, err
+	}
+	meta := c.clusterMeta(name)
+	if joinType != "" {
+		meta.Labels[v1alpha1.LabelJoinType] = joinType
+	}
+	meta.Finalizers = []string{v1alpha1.FinalizerNode}
+	return &v1alpha1.ValkeyNode{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: kindNode},
+		ObjectMeta: meta,
+		Spec:       spec,
+	}, nil
+}

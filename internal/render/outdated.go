@@ -1,0 +1,67 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// Outdated says whether an existing node must be replaced to match desired,
+// and why, for the status message and the log. Only what a running node
+// cannot take in place counts: image, cpu, memory, valkey settings, zones
+// (as a set) and nodeSelector. zoneSpread and pod annotations only affect
+// pods created later or are patched in place; lifecycle is the node's own
+// progress. A missing map and an empty one are the same.
+func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
+	switch {
+	case existing.Image != desired.Image:
+		return true, fmt.Sprintf("image changed from %q to %q", existing.Image, desired.Image)
+	case existing.CPU != desired.CPU:
+		return true, fmt.Sprintf("cpu changed from %q to %q", existing.CPU, desired.CPU)
+	case existing.Memory != desired.Memory:
+		return true, fmt.Sprintf("memory changed from %q to %q", existing.Memory, desired.Memory)
+	}
+	if key, ok := firstDifference(existing.ValkeySettings, desired.ValkeySettings); ok {
+		return true, fmt.Sprintf("valkey setting %q changed", key)
+	}
+	ep, dp := orEmpty(existing.Placement), orEmpty(desired.Placement)
+	if !sameSet(ep.Zones, dp.Zones) {
+		return true, fmt.Sprintf("zones changed from %q to %q", setOf(ep.Zones), setOf(dp.Zones))
+	}
+	if key, ok := firstDifference(ep.NodeSelector, dp.NodeSelector); ok {
+		return true, fmt.Sprintf("nodeSelector %q changed", key)
+	}
+	return false, ""
+}
+
+func orEmpty(p *v1alpha1.Placement) *v1alpha1.Placement {
+	if p == nil {
+		return &v1alpha1.Placement{}
+	}
+	return p
+}
+
+// firstDifference is the smallest key whose presence or value differs.
+func firstDifference(a, b map[string]string) (string, bool) {
+	keys := slices.Sorted(maps.Keys(a))
+	keys = append(keys, slices.Collect(maps.Keys(b))...)
+	slices.Sort(keys)
+	for _, k := range keys {
+		va, inA := a[k]
+		vb, inB := b[k]
+		if inA != inB || va != vb {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func setOf(xs []string) []string {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+func sameSet(a, b []string) bool { return slices.Equal(setOf(a), setOf(b)) }

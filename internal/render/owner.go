@@ -1,0 +1,49 @@
+package render
+
+import (
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// Kinds as registered in the scheme, which names them after the Go types.
+var (
+	kindCluster = reflect.TypeFor[v1alpha1.ValkeyCluster]().Name()
+	kindNode    = reflect.TypeFor[v1alpha1.ValkeyNode]().Name()
+)
+
+// controllerRef makes the owner's deletion collect the object, and blocks
+// foreground deletion of the owner until it is gone.
+func controllerRef(kind string, owner metav1.Object) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{
+		APIVersion:         v1alpha1.GroupVersion.String(),
+		Kind:               kind,
+		Name:               owner.GetName(),
+		UID:                owner.GetUID(),
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}}
+}
+
+// clusterMeta is the metadata of a cluster-level object.
+func (c Cluster) clusterMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       c.Cluster.Namespace,
+		Labels:          commonLabels(c.Cluster.Name),
+		OwnerReferences: controllerRef(kindCluster, c.Cluster),
+	}
+}
+
+// nodeMeta is the metadata of an object owned by a ValkeyNode.
+func nodeMeta(name string, node *v1alpha1.ValkeyNode) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       node.Namespace,
+		Labels:          commonLabels(node.Spec.ClusterName),
+		OwnerReferences: controllerRef(kindNode, node),
+	}
+}

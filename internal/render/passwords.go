@@ -1,0 +1,66 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"regexp"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// passwordBytes of randomness, hex-encoded to 128 characters.
+const passwordBytes = 64
+
+var passwordPattern = regexp.MustCompile(`^[0-9a-f]{128}$`)
+
+// Passwords of the two system users. They are generated once, when the
+// cluster's auth Secret is first created, and never rotated.
+type Passwords struct {
+	Operator    string
+	Replication string
+}
+
+// NewPasswords draws both passwords from random (crypto/rand in the
+// operator, a fixed stream in tests).
+func NewPasswords(random io.Reader) (Passwords, error) {
+	var p Passwords
+	for _, dst := range []*string{&p.Operator, &p.Replication} {
+		b := make([]byte, passwordBytes)
+		if _, err := io.ReadFull(random, b); err != nil {
+			return Passwords{}, fmt.Errorf("draw system user password: %w", err)
+		}
+		*dst = hex.EncodeToString(b)
+	}
+	return p, nil
+}
+
+// PasswordsFromSecret reads the passwords back from the auth Secret. The
+// error names the key, never its content. A password must be 128 lowercase
+// hex characters: it is written into a config line and must not carry
+// anything else.
+func PasswordsFromSecret(s *corev1.Secret) (Passwords, error) {
+	var p Passwords
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{KeyOperatorPassword, &p.Operator}, {KeyReplicationPassword, &p.Replication}} {
+		key, dst := f.key, f.dst
+		v, ok := s.Data[key]
+		if !ok {
+			return Passwords{}, fmt.Errorf("secret %s/%s: missing key %q", s.Namespace, s.Name, key)
+		}
+		if !passwordPattern.Match(v) {
+			return Passwords{}, fmt.Errorf("secret %s/%s: key %q is not 128 lowercase hex characters", s.Namespace, s.Name, key)
+		}
+		*dst = string(v)
+	}
+	return p, nil
+}
+
+// passwordHash is the SHA-256 digest Valkey's ACL "#<hash>" expects.
+func passwordHash(password string) string {
+	sum := sha256.Sum256([]byte(password))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,94 @@
+package render
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestNewPasswords(t *testing.T) {
+	random := append(bytes.Repeat([]byte{0x01}, 64), bytes.Repeat([]byte{0xfe}, 64)...)
+	p, err := NewPasswords(bytes.NewReader(random))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Operator != strings.Repeat("01", 64) || p.Replication != strings.Repeat("fe", 64) {
+		t.Fatalf("got %+v", p)
+	}
+	if _, err := NewPasswords(bytes.NewReader(random[:100])); err == nil {
+		t.Fatal("want an error when randomness runs out")
+	}
+}
+
+func TestPasswordsFromSecret(t *testing.T) {
+	good := testPasswords
+	secret := func(mutate func(map[string][]byte)) *corev1.Secret {
+		s := testCluster(false).OperatorAuthSecret(good)
+		mutate(s.Data)
+		return s
+	}
+	tests := []struct {
+		name    string
+		secret  *corev1.Secret
+		wantErr string
+	}{
+		{name: "round trip", secret: secret(func(map[string][]byte) {})},
+		{
+			name:    "missing operator password",
+			secret:  secret(func(d map[string][]byte) { delete(d, KeyOperatorPassword) }),
+			wantErr: `missing key "operator-password"`,
+		},
+		{
+			name:    "missing replication password",
+			secret:  secret(func(d map[string][]byte) { delete(d, KeyReplicationPassword) }),
+			wantErr: `missing key "repl-password"`,
+		},
+		{
+			name:    "a line break would reach primaryauth.conf",
+			secret:  secret(func(d map[string][]byte) { d[KeyReplicationPassword] = []byte(strings.Repeat("a", 127) + "\n") }),
+			wantErr: `key "repl-password" is not 128 lowercase hex characters`,
+		},
+		{
+			name:    "uppercase",
+			secret:  secret(func(d map[string][]byte) { d[KeyOperatorPassword] = []byte(strings.Repeat("A", 128)) }),
+			wantErr: `key "operator-password" is not 128 lowercase hex characters`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := PasswordsFromSecret(tt.secret)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "aaaa") || strings.Contains(err.Error(), "AAAA") {
+					t.Fatal("the error reveals the password")
+				}
+				return
+			}
+			if err != nil || got != good {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestOperatorAuthSecret(t *testing.T) {
+	got := testCluster(false).OperatorAuthSecret(testPasswords)
+	want := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "my-cluster-operator-auth", Namespace: testNamespace,
+			Labels: managedLabels, OwnerReferences: clusterOwner(),
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			"operator-password": []byte(testPasswords.Operator),
+			"repl-password":     []byte(testPasswords.Replication),
+			"primaryauth.conf":  []byte("primaryauth " + testPasswords.Replication + "\n"),
+		},
+	}
+	assertEqual(t, got, want)
+}

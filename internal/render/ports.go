@@ -1,0 +1,10 @@
+package render
+
+// Ports of a Valkey node. In TLS mode the client port carries TLS only
+// (port 0, tls-port 6379), so clients and the Service keep one number.
+const (
+	PortValkey     int32 = 6379
+	PortBus        int32 = 16379
+	PortNameValkey       = "valkey"
+	PortNameBus          = "valkey-bus"
+)
