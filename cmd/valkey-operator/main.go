@@ -1,0 +1,92 @@
+// Command valkey-operator runs the Valkey operator's controllers.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/version"
+)
+
+func main() {
+	opts := controller.DefaultOptions()
+	var (
+		metricsAddr  string
+		probeAddr    string
+		leaderElect  bool
+		leaderNS     string
+		zoneSpread   = string(opts.DefaultZoneSpread)
+		printVersion bool
+	)
+	if v := os.Getenv("DEFAULT_ZONE_SPREAD"); v != "" {
+		zoneSpread = v
+	}
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so several replicas can run with one active.")
+	flag.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	flag.StringVar(&opts.ClusterDomain, "cluster-domain", opts.ClusterDomain, "DNS suffix of per-pod names.")
+	flag.StringVar(&zoneSpread, "default-zone-spread", zoneSpread, "Zone spread for clusters that do not set one: bestEffort or required (env DEFAULT_ZONE_SPREAD).")
+	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	if printVersion {
+		fmt.Println(version.Version)
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	log.Info("starting valkey-operator", "version", version.Version, "clusterDomain", opts.ClusterDomain, "defaultZoneSpread", zoneSpread)
+
+	opts.DefaultZoneSpread = valkeyv1.ZoneSpread(zoneSpread)
+	if err := opts.Validate(); err != nil {
+		log.Error(err, "invalid configuration")
+		os.Exit(2)
+	}
+
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		log.Error(err, "building scheme")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "valkey-operator.valkey.gomomento.com",
+		LeaderElectionNamespace: leaderNS,
+		// A new leader must not act on a stale view of the old one's work.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		log.Error(err, "creating manager")
+		os.Exit(1)
+	}
+	if err := controller.Setup(mgr, opts); err != nil {
+		log.Error(err, "setting up controllers")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "adding health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "adding readiness check")
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+	"github.com/gomomento/valkey-operator/internal/topology"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// errClassicMigration steers the loop: resharding on Valkey 8 is not
+// implemented by this build of the operator.
+var errClassicMigration = errors.New("moving slots on Valkey below 9.0 needs MIGRATE-based resharding, which this operator version does not perform; upgrade every node to Valkey 9")
+
+// act performs one planned action. It returns an error only when the action
+// failed; the caller reports it and retries on the next tick.
+func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster, rc render.Cluster, res *resolve.Result, o *observed, conn *connector, a topology.Action) error {
+	log := logFrom(ctx)
+	member := func(name string) (string, error) {
+		p := o.pods[name]
+		if p == nil || p.Status.PodIP == "" {
+			return "", fmt.Errorf("node %s has no running pod", name)
+		}
+		return p.Status.PodIP, nil
+	}
+	onNode := func(name string, fn func(n *valkey.Node) error) error {
+		ip, err := member(name)
+		if err != nil {
+			return err
+		}
+		n, err := conn.dial(ctx, name, ip)
+		if err != nil {
+			return err
+		}
+		defer n.Close()
+		return fn(n)
+	}
+
+	switch a.Kind {
+	case topology.KindCreateNode:
+		name, err := r.newNodeName(ctx, vc, o)
+		if err != nil {
+			return err
+		}
+		node, err := rc.Node(name, res, int32(a.CreateNode.ShardIndex), string(a.CreateNode.JoinType))
+		if err != nil {
+			return fmt.Errorf("rendering node: %w", err)
+		}
+		if err := r.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating ValkeyNode %s: %w", name, err)
+		}
+		log.Info("created node", "node", name, "shard", a.CreateNode.ShardIndex, "joinType", a.CreateNode.JoinType)
+	case topology.KindMeet:
+		err := onNode(a.Meet.Node, func(n *valkey.Node) error {
+			return n.ClusterMeet(ctx, a.Meet.SeedIP, int(render.PortValkey), int(render.PortBus))
+		})
+		if err != nil {
+			return err
+		}
+		log.Info(topology.ReasonMeet, "node", a.Meet.Node, "seed", a.Meet.Seed)
+	case topology.KindForget:
+		// Forgets are not gossiped: every live node must forget in this tick.
+		var errs []error
+		for _, name := range a.Forget.On {
+			err := onNode(name, func(n *valkey.Node) error { return n.ClusterForget(ctx, a.Forget.NodeID) })
+			if err != nil && !strings.Contains(err.Error(), "Unknown node") {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	case topology.KindAddSlots:
+		if err := onNode(a.AddSlots.Node, func(n *valkey.Node) error {
+			return n.ClusterAddSlotsRange(ctx, toValkeyRanges(a.AddSlots.Ranges...)...)
+		}); err != nil {
+			return err
+		}
+	case topology.KindReplicate:
+		if err := onNode(a.Replicate.Node, func(n *valkey.Node) error { return n.ClusterReplicate(ctx, a.Replicate.PrimaryID) }); err != nil {
+			return err
+		}
+	case topology.KindMarkActive:
+		if err := r.setLifecycle(ctx, o.nodes[a.MarkActive.Node], valkeyv1.LifecycleActive); err != nil {
+			return err
+		}
+		log.Info(topology.ReasonCompletedJoin, "node", a.MarkActive.Node)
+	case topology.KindMarkLeaving:
+		if err := r.setLifecycle(ctx, o.nodes[a.MarkLeaving.Node], valkeyv1.LifecycleLeaving); err != nil {
+			return err
+		}
+	case topology.KindDeleteNode:
+		n := o.nodes[a.DeleteNode.Node]
+		if n == nil {
+			return nil
+		}
+		if err := r.Delete(ctx, n); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ValkeyNode %s: %w", n.Name, err)
+		}
+	case topology.KindFailover:
+		mode := valkey.FailoverDefault
+		if a.Failover.Mode == topology.FailoverTakeover {
+			mode = valkey.FailoverTakeover
+			log.Info(topology.ReasonTakeover, "node", a.Failover.Node)
+		}
+		if err := onNode(a.Failover.Node, func(n *valkey.Node) error { return n.ClusterFailover(ctx, mode) }); err != nil {
+			return err
+		}
+	case topology.KindMigrateSlots:
+		m := a.MigrateSlots
+		if m.Method != topology.MigrationAtomic {
+			return errClassicMigration
+		}
+		if err := onNode(m.From, func(n *valkey.Node) error {
+			return n.ClusterMigrateSlots(ctx, m.ToID, toValkeyRanges(m.Slots)...)
+		}); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", truncate(describe(a), 1000))
+	return nil
+}
+
+func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.ValkeyNode, l valkeyv1.NodeLifecycle) error {
+	if n == nil {
+		return nil
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Spec.Lifecycle = l
+	// The shard join type only marks the join in progress.
+	if l == valkeyv1.LifecycleActive && n.Labels[valkeyv1.LabelJoinType] == valkeyv1.JoinTypeShard {
+		delete(n.Labels, valkeyv1.LabelJoinType)
+	}
+	if err := r.Patch(ctx, n, patch); err != nil {
+		return fmt.Errorf("setting lifecycle of node %s to %s: %w", n.Name, l, err)
+	}
+	return nil
+}
+
+// newNodeName draws a fresh {cluster}-{5 hex} name not in use.
+func (r *ClusterReconciler) newNodeName(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) (string, error) {
+	for range 16 {
+		name, err := render.NewNodeName(vc.Name, rand.Reader)
+		if err != nil {
+			return "", err
+		}
+		if _, taken := o.nodes[name]; taken {
+			continue
+		}
+		var existing valkeyv1.ValkeyNode
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &existing); apierrors.IsNotFound(err) {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("could not find a free node name for cluster %s", vc.Name)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,375 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlrt "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+	"github.com/gomomento/valkey-operator/internal/tlssecret"
+	"github.com/gomomento/valkey-operator/internal/topology"
+)
+
+// afterAction is how soon a cluster is reconciled again after an action:
+// immediately in spirit, but through the delaying queue so the rate limiter's
+// per-item backoff, meant for errors, never paces a healthy bootstrap.
+const afterAction = 50 * time.Millisecond
+
+// ClusterReconciler drives a ValkeyCluster: validate, resolve, render the
+// cluster-level objects, observe every node, then perform the planner's
+// single next action.
+type ClusterReconciler struct {
+	ctrl.Client
+	// APIReader reads around the cache where a stale answer would be harmful.
+	APIReader ctrl.Reader
+	Options   Options
+	Recorder  events.EventRecorder
+	// Dialer opens connections to nodes; nil dials directly.
+	Dialer DialFunc
+}
+
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
+	var vc valkeyv1.ValkeyCluster
+	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+		return ctrlrt.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	log := logf.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace)
+	ctx = logf.IntoContext(ctx, log)
+
+	if !vc.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &vc)
+	}
+	if !controllerutil.ContainsFinalizer(&vc, valkeyv1.FinalizerCluster) {
+		patch := ctrl.MergeFrom(vc.DeepCopy())
+		controllerutil.AddFinalizer(&vc, valkeyv1.FinalizerCluster)
+		if err := r.Patch(ctx, &vc, patch); err != nil {
+			return ctrlrt.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	before := vc.DeepCopy()
+	result, err := r.reconcile(ctx, &vc)
+	vc.Status.ObservedGeneration = vc.Generation
+	if !equality.Semantic.DeepEqual(before.Status, vc.Status) {
+		if perr := r.Status().Patch(ctx, &vc, ctrl.MergeFrom(before)); perr != nil {
+			return ctrlrt.Result{}, errors.Join(err, fmt.Errorf("writing status: %w", perr))
+		}
+	}
+	if err != nil {
+		log.Error(err, "reconcile error, requeuing")
+		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+	}
+	return result, nil
+}
+
+func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
+	log := logFrom(ctx)
+	if vc.Status.State == "" {
+		vc.Status.State = valkeyv1.StateCreating
+		vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: vc.Spec.Shards, ReplicasPerShard: vc.Spec.ReplicasPerShard}
+	}
+	rc := render.Cluster{Cluster: vc, ClusterDomain: r.Options.ClusterDomain, DefaultZoneSpread: r.Options.DefaultZoneSpread}
+
+	// Cluster-level objects that do not depend on the TLS material are kept
+	// current even while Invalid.
+	if err := r.ensureService(ctx, rc); err != nil {
+		return ctrlrt.Result{}, err
+	}
+	passwords, err := r.ensurePasswords(ctx, rc)
+	if err != nil {
+		return ctrlrt.Result{}, err
+	}
+
+	var tls tlsCheck
+	if vc.Spec.TLS != nil {
+		if tls, err = checkTLS(ctx, r.Client, vc, r.Options.ClusterDomain); err != nil {
+			return ctrlrt.Result{}, err
+		}
+		if tls.Failure != nil {
+			r.setInvalid(ctx, vc, tls.Failure.Reason, tls.Failure.Message)
+			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+		}
+		if vc.Status.State == valkeyv1.StateInvalid {
+			// Back to where it was: bootstrap resumes, or a formed cluster
+			// passes a no-op check on its way to Active.
+			vc.Status.State = valkeyv1.StateCreating
+			vc.Status.Message = ""
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonValid, "ValidateTLS", "TLS Secret %q is valid again", vc.Spec.TLS.SecretRef)
+		}
+		r.applyTLSConditions(ctx, vc, tls)
+		if err := r.ensureNodeTLSSecret(ctx, rc, tls.Secret); err != nil {
+			return ctrlrt.Result{}, err
+		}
+	}
+
+	res, users, err := r.resolve(ctx, vc)
+	if err != nil {
+		var rerr *resolve.Error
+		if errors.As(err, &rerr) {
+			log.Info(rerr.Message)
+			if !isConditionMessage(vc, CondReferencesResolved, rerr.Message) {
+				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, rerr.Reason, "Resolve", "%s", rerr.Message)
+			}
+			setCondition(vc, CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
+			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+		}
+		return ctrlrt.Result{}, err
+	}
+	setCondition(vc, CondReferencesResolved, metav1.ConditionTrue, ReasonResolved,
+		fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
+	r.applyDefaultUserCondition(vc, users)
+
+	o, err := r.listMembers(ctx, vc)
+	if err != nil {
+		return ctrlrt.Result{}, err
+	}
+	conn := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: passwords.Operator, dialer: r.Dialer}
+	if tls.Secret != nil {
+		conn.caPEM = tls.Secret.Data[tlssecret.KeyCA]
+	}
+	specs := map[int32]valkeyv1.ValkeyNodeSpec{}
+	desired := func(shard int32) (valkeyv1.ValkeyNodeSpec, error) {
+		if s, ok := specs[shard]; ok {
+			return s, nil
+		}
+		s, err := rc.NodeSpec(res, shard)
+		if err != nil {
+			return s, fmt.Errorf("rendering node spec: %w", err)
+		}
+		specs[shard] = s
+		return s, nil
+	}
+	if _, err := desired(0); err != nil {
+		return ctrlrt.Result{}, err
+	}
+	if err := r.buildMembers(ctx, o, conn, desired); err != nil {
+		return ctrlrt.Result{}, err
+	}
+	if err := r.ensureACLSecret(ctx, rc, users, passwords, o.minVersion(res.Version)); err != nil {
+		return ctrlrt.Result{}, err
+	}
+	shardsInUse := map[int32]bool{}
+	for _, n := range o.nodes {
+		shardsInUse[n.Spec.ShardIndex] = true
+	}
+	if err := r.ensurePDBs(ctx, rc, shardsInUse); err != nil {
+		return ctrlrt.Result{}, err
+	}
+	if err := r.recordNodeStatus(ctx, o); err != nil {
+		return ctrlrt.Result{}, err
+	}
+
+	shards, replicas := desiredShape(vc)
+	creating := !formed(vc)
+	in := topology.Input{
+		Shards:           shards,
+		ReplicasPerShard: replicas,
+		Creating:         creating,
+		AtomicMigration:  o.allAtLeast9(),
+		BatchSize:        r.Options.SlotBatch,
+		Members:          o.members,
+	}
+	action := topology.Plan(in)
+	names := make([]string, 0, len(o.nodes))
+	for n := range o.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	applySummary(vc, topology.Summarize(in), names)
+
+	if action.Kind == topology.KindDone || action.Kind == topology.KindWait {
+		if creating && action.Done() {
+			log.Info(topology.ReasonFormed)
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
+		}
+		applyPlan(vc, action, topology.DecideState(creating, action))
+		r.noteUnreachable(vc, o)
+		if action.Done() {
+			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+		}
+		if action.Reason == topology.ReasonUnschedulable || action.Reason == topology.ReasonWaitAutoFailover {
+			log.Info(action.Reason, "detail", action.Detail)
+		}
+		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+	}
+
+	log.V(1).Info("acting", "action", action.String())
+	applyPlan(vc, action, topology.DecideState(creating, action))
+	if err := r.act(ctx, vc, rc, res, o, conn, action); err != nil {
+		setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, fmt.Sprintf("%s failed: %v", action.Kind, err))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(action.Kind), "%s", truncate(err.Error(), 1000))
+		return ctrlrt.Result{}, fmt.Errorf("%s: %w", action.String(), err)
+	}
+	return ctrlrt.Result{RequeueAfter: afterAction}, nil
+}
+
+// resolve reads the config chain, image and roles live.
+func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*resolve.Result, []resolve.User, error) {
+	m := menu{ctx: ctx, c: r.Client}
+	res, err := resolve.Config(m, vc.Spec.ConfigRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	bindings, err := resolve.MergeACL(res.ACL, vc.Spec.ACL)
+	if err != nil {
+		return nil, nil, err
+	}
+	users, err := resolve.Users(m, bindings)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, users, nil
+}
+
+func (r *ClusterReconciler) applyDefaultUserCondition(vc *valkeyv1.ValkeyCluster, users []resolve.User) {
+	if len(users) == 0 {
+		setCondition(vc, CondDefaultUserOpen, metav1.ConditionTrue, ReasonNoBindings,
+			"no ACL bindings: the default user is open to every client without a password; add a binding to close it")
+		return
+	}
+	setCondition(vc, CondDefaultUserOpen, metav1.ConditionFalse, ReasonBindingsPresent, "ACL bindings exist; the default user is disabled unless bound")
+}
+
+// applyTLSConditions reports validity, usage warnings and expiry.
+func (r *ClusterReconciler) applyTLSConditions(ctx context.Context, vc *valkeyv1.ValkeyCluster, tls tlsCheck) {
+	msg := fmt.Sprintf("TLS Secret %q is valid", vc.Spec.TLS.SecretRef)
+	expiring := false
+	expiryMsg := ""
+	if tls.Info != nil {
+		for _, w := range tlssecret.Warnings(tls.Info, time.Now()) {
+			switch w.Reason {
+			case tlssecret.ReasonCertificateExpiringSoon, tlssecret.ReasonCertificateExpired:
+				expiring = true
+				expiryMsg = w.Message
+				if w.Reason == tlssecret.ReasonCertificateExpired && !isConditionMessage(vc, CondCertificateExpiringSoon, w.Message) {
+					r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
+				}
+			default:
+				msg += "; " + w.Message
+				if !isConditionMessage(vc, CondTLSValid, msg) {
+					r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
+				}
+			}
+		}
+		notAfter := metav1.NewTime(tls.Info.Leaf.NotAfter)
+		if vc.Status.TLS == nil {
+			vc.Status.TLS = &valkeyv1.TLSStatus{}
+		}
+		vc.Status.TLS.Fingerprint = tls.Info.Leaf.Fingerprint
+		vc.Status.TLS.NotAfter = &notAfter
+		if !expiring {
+			expiryMsg = "certificate valid until " + tls.Info.Leaf.NotAfter.UTC().Format(time.RFC3339)
+		}
+	}
+	setCondition(vc, CondTLSValid, metav1.ConditionTrue, ReasonValid, msg)
+	reason := ReasonNotExpiring
+	if expiring {
+		reason = tlssecret.ReasonCertificateExpiringSoon
+	}
+	setCondition(vc, CondCertificateExpiringSoon, boolStatus(expiring), reason, expiryMsg)
+}
+
+// noteUnreachable keeps nodes the operator could not ask visible in status.
+func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *observed) {
+	if len(o.unreachable) == 0 {
+		return
+	}
+	names := make([]string, 0, len(o.unreachable))
+	for n := range o.unreachable {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	first := o.unreachable[names[0]]
+	setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonUnreachable,
+		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))
+}
+
+// recordNodeStatus writes each node's Valkey ID, role and pod IP into its
+// status, so a node that dies can still be recognised in peers' views.
+func (r *ClusterReconciler) recordNodeStatus(ctx context.Context, o *observed) error {
+	for _, m := range o.members {
+		n := o.nodes[m.Name]
+		want := n.Status
+		want.PodIP = m.Pod.IP
+		if m.View != nil {
+			want.NodeID = m.View.ID
+			want.Role = valkeyv1.RolePrimary
+			if m.View.Role == topology.RoleReplica {
+				want.Role = valkeyv1.RoleReplica
+			}
+		}
+		if equality.Semantic.DeepEqual(want, n.Status) {
+			continue
+		}
+		before := n.DeepCopy()
+		n.Status = want
+		if err := r.Status().Patch(ctx, n, ctrl.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("recording status of node %s: %w", n.Name, err)
+		}
+		for i := range o.members {
+			if o.members[i].Name == n.Name {
+				o.members[i].NodeID = want.NodeID
+			}
+		}
+	}
+	return nil
+}
+
+// finalize deletes the cluster's nodes and waits for them to go; the other
+// objects follow through owner references.
+func (r *ClusterReconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
+	if !controllerutil.ContainsFinalizer(vc, valkeyv1.FinalizerCluster) {
+		return ctrlrt.Result{}, nil
+	}
+	var nodes valkeyv1.ValkeyNodeList
+	if err := r.List(ctx, &nodes, ctrl.InNamespace(vc.Namespace), ctrl.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
+		return ctrlrt.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		if err := r.Delete(ctx, &nodes.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+			return ctrlrt.Result{}, fmt.Errorf("deleting node %s: %w", nodes.Items[i].Name, err)
+		}
+	}
+	if len(nodes.Items) > 0 {
+		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+	}
+	patch := ctrl.MergeFrom(vc.DeepCopy())
+	controllerutil.RemoveFinalizer(vc, valkeyv1.FinalizerCluster)
+	if err := r.Patch(ctx, vc, patch); err != nil {
+		return ctrlrt.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return ctrlrt.Result{}, nil
+}
+
+func isConditionMessage(vc *valkeyv1.ValkeyCluster, typ, msg string) bool {
+	for _, c := range vc.Status.Conditions {
+		if c.Type == typ {
+			return c.Message == msg
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+)
+
+// ensureService creates the headless Service, or restores its ports and
+// selector if someone changed them.
+func (r *ClusterReconciler) ensureService(ctx context.Context, rc render.Cluster) error {
+	want := rc.Service()
+	var got corev1.Service
+	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), &got); {
+	case apierrors.IsNotFound(err):
+		logFrom(ctx).Info("creating headless Service")
+		return createIgnoreExists(ctx, r.Client, want)
+	case err != nil:
+		return fmt.Errorf("reading Service %s: %w", want.Name, err)
+	}
+	if equality.Semantic.DeepEqual(got.Spec.Ports, want.Spec.Ports) && maps.Equal(got.Spec.Selector, want.Spec.Selector) &&
+		got.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses {
+		return nil
+	}
+	got.Spec.Ports = want.Spec.Ports
+	got.Spec.Selector = want.Spec.Selector
+	got.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
+	if err := r.Update(ctx, &got); err != nil {
+		return fmt.Errorf("updating Service %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// ensurePasswords returns the operator's and the replication user's
+// passwords, generating them once. The Secret is read with the uncached
+// reader so a lost cache cannot make the operator mint new passwords.
+func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Cluster) (render.Passwords, error) {
+	name := render.OperatorAuthSecretName(rc.Cluster.Name)
+	var s corev1.Secret
+	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: name}, &s); {
+	case err == nil:
+		p, err := render.PasswordsFromSecret(&s)
+		if err != nil {
+			return render.Passwords{}, fmt.Errorf("secret %s: %w", name, err)
+		}
+		return p, nil
+	case !apierrors.IsNotFound(err):
+		return render.Passwords{}, fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	p, err := render.NewPasswords(rand.Reader)
+	if err != nil {
+		return render.Passwords{}, fmt.Errorf("generating passwords: %w", err)
+	}
+	if err := r.Create(ctx, rc.OperatorAuthSecret(p)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return render.Passwords{}, fmt.Errorf("secret %s appeared while creating it; retrying", name)
+		}
+		return render.Passwords{}, fmt.Errorf("creating Secret %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// ensureACLSecret renders the ACL file and writes it when it changed.
+func (r *ClusterReconciler) ensureACLSecret(ctx context.Context, rc render.Cluster, users []resolve.User, p render.Passwords, version string) error {
+	want, err := rc.ACLSecret(users, p, version)
+	if err != nil {
+		return err
+	}
+	return r.ensureSecretData(ctx, want)
+}
+
+// ensureNodeTLSSecret keeps the operator-owned copy that pods mount equal to
+// the user's valid Secret, so a secretRef rename is applied in place and
+// invalid material never reaches a pod.
+func (r *ClusterReconciler) ensureNodeTLSSecret(ctx context.Context, rc render.Cluster, source *corev1.Secret) error {
+	return r.ensureSecretData(ctx, rc.NodeTLSSecret(source))
+}
+
+func (r *ClusterReconciler) ensureSecretData(ctx context.Context, want *corev1.Secret) error {
+	var got corev1.Secret
+	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), &got); {
+	case apierrors.IsNotFound(err):
+		return createIgnoreExists(ctx, r.Client, want)
+	case err != nil:
+		return fmt.Errorf("reading Secret %s: %w", want.Name, err)
+	}
+	if equality.Semantic.DeepEqual(got.Data, want.Data) {
+		return nil
+	}
+	got.Data = want.Data
+	if err := r.Update(ctx, &got); err != nil {
+		return fmt.Errorf("updating Secret %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// ensurePDBs keeps one PodDisruptionBudget per shard index in use and
+// removes those of shards that are gone.
+func (r *ClusterReconciler) ensurePDBs(ctx context.Context, rc render.Cluster, shards map[int32]bool) error {
+	var list policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &list, client.InNamespace(rc.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: rc.Cluster.Name}); err != nil {
+		return fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+	}
+	have := map[string]bool{}
+	for i := range list.Items {
+		pdb := &list.Items[i]
+		have[pdb.Name] = true
+		var idx int32
+		if _, err := fmt.Sscan(pdb.Labels[valkeyv1.LabelShardIndex], &idx); err == nil && !shards[idx] {
+			if err := r.Delete(ctx, pdb); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting PodDisruptionBudget %s: %w", pdb.Name, err)
+			}
+		}
+	}
+	for idx := range shards {
+		want := rc.PodDisruptionBudget(idx)
+		if have[want.Name] {
+			continue
+		}
+		if err := createIgnoreExists(ctx, r.Client, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createIgnoreExists(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}

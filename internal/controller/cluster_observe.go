@@ -1,0 +1,257 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/topology"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// observed is one tick's picture of a cluster: its ValkeyNodes, their pods
+// and, for every running pod, what Valkey itself reports.
+type observed struct {
+	nodes   map[string]*valkeyv1.ValkeyNode
+	pods    map[string]*corev1.Pod
+	members []topology.Member
+	// versions holds the Valkey version each reachable node reports.
+	versions map[string]valkey.Version
+	// unreachable maps a running node to why it could not be asked.
+	unreachable map[string]error
+}
+
+// listMembers reads the cluster's ValkeyNodes and pods.
+func (r *ClusterReconciler) listMembers(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*observed, error) {
+	sel := client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}
+	var nodes valkeyv1.ValkeyNodeList
+	if err := r.List(ctx, &nodes, client.InNamespace(vc.Namespace), sel); err != nil {
+		return nil, fmt.Errorf("listing ValkeyNodes: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(vc.Namespace), sel); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	o := &observed{
+		nodes:       map[string]*valkeyv1.ValkeyNode{},
+		pods:        map[string]*corev1.Pod{},
+		versions:    map[string]valkey.Version{},
+		unreachable: map[string]error{},
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.Spec.ClusterName == vc.Name {
+			o.nodes[n.Name] = n
+		}
+	}
+	for i := range pods.Items {
+		o.pods[pods.Items[i].Name] = &pods.Items[i]
+	}
+	return o, nil
+}
+
+// podState reduces a pod to what the planner needs.
+func podState(p *corev1.Pod) topology.Pod {
+	if p == nil {
+		return topology.Pod{Phase: topology.PodAbsent}
+	}
+	if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return topology.Pod{Phase: topology.PodGone, IP: p.Status.PodIP}
+	}
+	if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+		return topology.Pod{Phase: topology.PodRunning, IP: p.Status.PodIP}
+	}
+	out := topology.Pod{Phase: topology.PodPending, IP: p.Status.PodIP}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			out.Unschedulable = c.Message
+		}
+	}
+	return out
+}
+
+// buildMembers turns ValkeyNodes and pods into planner members, asking every
+// running node for its view concurrently. desired gives each shard's current
+// node spec, to tell outdated nodes.
+func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn *connector, desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)) error {
+	names := make([]string, 0, len(o.nodes))
+	for name := range o.nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	o.members = make([]topology.Member, len(names))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, name := range names {
+		n := o.nodes[name]
+		want, err := desired(n.Spec.ShardIndex)
+		if err != nil {
+			return err
+		}
+		outdated, _ := render.Outdated(n.Spec, want)
+		m := topology.Member{
+			Name:       name,
+			ShardIndex: int(n.Spec.ShardIndex),
+			Lifecycle:  topology.Lifecycle(n.Spec.Lifecycle),
+			JoinType:   topology.JoinType(n.Labels[valkeyv1.LabelJoinType]),
+			Outdated:   outdated,
+			NodeID:     n.Status.NodeID,
+			Pod:        podState(o.pods[name]),
+		}
+		o.members[i] = m
+		if m.Pod.Phase != topology.PodRunning {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, name, ip string) {
+			defer wg.Done()
+			view, version, err := observeNode(ctx, conn, name, ip)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				o.unreachable[name] = err
+				return
+			}
+			o.members[i].View = view
+			o.versions[name] = version
+		}(i, name, m.Pod.IP)
+	}
+	wg.Wait()
+	return nil
+}
+
+// observeNode asks one node about itself and the cluster.
+func observeNode(ctx context.Context, conn *connector, name, ip string) (*topology.View, valkey.Version, error) {
+	n, err := conn.dial(ctx, name, ip)
+	if err != nil {
+		return nil, valkey.Version{}, err
+	}
+	defer n.Close()
+	server, err := n.InfoServer(ctx)
+	if err != nil {
+		return nil, valkey.Version{}, fmt.Errorf("INFO server on %s: %w", name, err)
+	}
+	nodes, err := n.ClusterNodes(ctx)
+	if err != nil {
+		return nil, server.Version, fmt.Errorf("CLUSTER NODES on %s: %w", name, err)
+	}
+	info, err := n.ClusterInfo(ctx)
+	if err != nil {
+		return nil, server.Version, fmt.Errorf("CLUSTER INFO on %s: %w", name, err)
+	}
+	repl, err := n.InfoReplication(ctx)
+	if err != nil {
+		return nil, server.Version, fmt.Errorf("INFO replication on %s: %w", name, err)
+	}
+	me, ok := nodes.Myself()
+	if !ok {
+		return nil, server.Version, fmt.Errorf("CLUSTER NODES on %s has no myself line", name)
+	}
+	v := &topology.View{
+		ID:            me.ID,
+		Role:          topology.RolePrimary,
+		PrimaryID:     me.PrimaryID,
+		Slots:         toTopologyRanges(me.Slots),
+		ClusterOK:     info.State == "ok",
+		SlotsAssigned: info.SlotsAssigned,
+		ReplOffset:    repl.ReplicationOffset,
+		Migrating:     me.Migrating,
+		Importing:     me.Importing,
+	}
+	if me.IsReplica() {
+		v.Role = topology.RoleReplica
+		v.LinkUp = repl.PrimaryLinkStatus == "up"
+		v.SyncDone = v.LinkUp && !repl.PrimarySyncInProgress
+		v.ReplOffset = repl.ReplicaOffset
+	}
+	for _, p := range nodes {
+		if p.Myself() {
+			continue
+		}
+		peer := topology.Peer{
+			ID:        p.ID,
+			IP:        p.IP,
+			Role:      topology.RolePrimary,
+			PrimaryID: p.PrimaryID,
+			Slots:     toTopologyRanges(p.Slots),
+			Fail:      p.HasFlag(valkey.FlagFail),
+			PFail:     p.HasFlag(valkey.FlagPFail),
+			Handshake: p.HasFlag(valkey.FlagHandshake),
+		}
+		if p.IsReplica() {
+			peer.Role = topology.RoleReplica
+		}
+		v.Peers = append(v.Peers, peer)
+	}
+	if server.Version.Major >= 9 {
+		migrations, err := n.ClusterGetSlotMigrations(ctx)
+		if err != nil {
+			return nil, server.Version, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", name, err)
+		}
+		for _, m := range migrations {
+			if !m.Finished() {
+				v.AtomicMigrationInFlight = true
+			}
+		}
+	}
+	return v, server.Version, nil
+}
+
+func toTopologyRanges(rs []valkey.SlotRange) []topology.SlotRange {
+	out := make([]topology.SlotRange, len(rs))
+	for i, r := range rs {
+		out[i] = topology.SlotRange{Start: r.Start, End: r.End}
+	}
+	return out
+}
+
+func toValkeyRanges(rs ...topology.SlotRange) []valkey.SlotRange {
+	out := make([]valkey.SlotRange, len(rs))
+	for i, r := range rs {
+		out[i] = valkey.SlotRange{Start: r.Start, End: r.End}
+	}
+	return out
+}
+
+// minVersion is the lowest version any reachable node runs, or fallback
+// when none answered.
+func (o *observed) minVersion(fallback string) string {
+	lowest := ""
+	var low valkey.Version
+	for _, v := range o.versions {
+		if lowest == "" || v.Compare(low) < 0 {
+			low, lowest = v, v.String()
+		}
+	}
+	if lowest == "" {
+		return fallback
+	}
+	if fb, err := valkey.ParseVersion(fallback); err == nil && fb.Compare(low) < 0 {
+		return fallback
+	}
+	return lowest
+}
+
+// allAtLeast9 says whether every member runs Valkey 9 or later, which slot
+// moves through CLUSTER MIGRATESLOTS need.
+func (o *observed) allAtLeast9() bool {
+	if len(o.versions) == 0 || len(o.versions) < len(o.members) {
+		return false
+	}
+	for _, v := range o.versions {
+		if v.Major < 9 {
+			return false
+		}
+	}
+	return true
+}
+
+func shardLabel(n int32) string { return strconv.Itoa(int(n)) }

@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/topology"
+)
+
+func logFrom(ctx context.Context) logr.Logger { return logf.FromContext(ctx) }
+
+// setCondition sets a condition stamped with the cluster's generation.
+func setCondition(vc *valkeyv1.ValkeyCluster, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&vc.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: vc.Generation,
+	})
+}
+
+func boolStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// formed says whether the cluster has ever reached Active: bootstrap keeps
+// status.targetSpec until then, so a cluster that goes Invalid mid-creation
+// resumes bootstrap and a formed one returns to Active.
+func formed(vc *valkeyv1.ValkeyCluster) bool {
+	return vc.Status.State != "" && vc.Status.TargetSpec == nil
+}
+
+// desiredShape is the topology bootstrap builds (the snapshot while
+// Creating, so edits made meanwhile are applied once Active) or the live spec.
+func desiredShape(vc *valkeyv1.ValkeyCluster) (shards, replicas int) {
+	if t := vc.Status.TargetSpec; t != nil {
+		return int(t.Shards), int(t.ReplicasPerShard)
+	}
+	return int(vc.Spec.Shards), int(vc.Spec.ReplicasPerShard)
+}
+
+// applySummary writes the observed shape into status.
+func applySummary(vc *valkeyv1.ValkeyCluster, s topology.Summary, nodeNames []string) {
+	vc.Status.Shards = int32(s.Shards)
+	vc.Status.ReadyNodes = int32(s.ReadyNodes)
+	vc.Status.SlotsAssigned = int32(s.SlotsAssigned)
+	vc.Status.Nodes = nodeNames
+	vc.Status.Selector = labels.SelectorFromSet(render.ClusterSelector(vc.Name)).String()
+	vc.Status.ShardStatuses = vc.Status.ShardStatuses[:0]
+	for _, sh := range s.Shard {
+		vc.Status.ShardStatuses = append(vc.Status.ShardStatuses, valkeyv1.ShardStatus{
+			Index:     int32(sh.Index),
+			Primary:   sh.Primary,
+			Replicas:  sh.Replicas,
+			Slots:     topology.FormatRanges(sh.Slots),
+			SlotCount: int32(sh.SlotCount),
+		})
+	}
+}
+
+// applyPlan sets state and the Ready/Progressing/Degraded conditions from
+// the planner's answer.
+func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.State) {
+	vc.Status.State = valkeyv1.ClusterState(state)
+	vc.Status.Message = ""
+	if state == topology.StateActive && vc.Status.TargetSpec != nil && a.Done() {
+		vc.Status.TargetSpec = nil
+	}
+	ready := a.Done()
+	setCondition(vc, CondReady, boolStatus(ready), readyReason(ready), readyMessage(vc, a))
+	progressing := !a.Done()
+	msg := "cluster matches its spec"
+	reason := ReasonConverged
+	if progressing {
+		reason = string(a.Kind)
+		msg = describe(a)
+	}
+	setCondition(vc, CondProgressing, boolStatus(progressing), reason, msg)
+	degraded := a.Tier == topology.TierStability
+	dmsg := "every shard has a healthy primary and its replicas"
+	dreason := ReasonHealthy
+	if degraded {
+		dreason = string(a.Kind)
+		dmsg = describe(a)
+	}
+	setCondition(vc, CondDegraded, boolStatus(degraded), dreason, dmsg)
+}
+
+func readyReason(ready bool) string {
+	if ready {
+		return ReasonFormed
+	}
+	return ReasonBootstrapping
+}
+
+func readyMessage(vc *valkeyv1.ValkeyCluster, a topology.Action) string {
+	if a.Done() {
+		return fmt.Sprintf("%d shards serving all %d slots", vc.Status.Shards, topology.TotalSlots)
+	}
+	return describe(a)
+}
+
+// describe is an action as one human sentence for conditions and Events.
+func describe(a topology.Action) string {
+	parts := []string{}
+	if a.Reason != "" {
+		parts = append(parts, a.Reason)
+	}
+	if a.Detail != "" {
+		parts = append(parts, a.Detail)
+	}
+	if len(parts) == 0 {
+		return a.String()
+	}
+	return strings.Join(parts, ": ")
+}
+
+// setInvalid records a TLS validation failure: the state, the exact message
+// and an Event when the cluster was not already Invalid for that reason.
+func (r *ClusterReconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyCluster, reason, message string) {
+	if vc.Status.State != valkeyv1.StateInvalid || vc.Status.Message != message {
+		logFrom(ctx).Info("TLS Secret validation failed, setting cluster Invalid", "reason", reason, "message", message)
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, "ValidateTLS", "%s", message)
+	}
+	vc.Status.State = valkeyv1.StateInvalid
+	vc.Status.Message = message
+	setCondition(vc, CondTLSValid, metav1.ConditionFalse, reason, message)
+	setCondition(vc, CondReady, metav1.ConditionFalse, ReasonInvalid, message)
+}

@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// connector dials the nodes of one cluster as the operator's system user:
+// at the pod IP, and in TLS mode verified against the cluster's CA with the
+// pod's FQDN as server name. There is no plaintext fallback.
+type connector struct {
+	cluster   *valkeyv1.ValkeyCluster
+	domain    string
+	password  string
+	caPEM     []byte // nil for plaintext clusters
+	dialer    func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (c *connector) target(name, ip string) valkey.Target {
+	t := valkey.Target{
+		Address:  net.JoinHostPort(ip, fmt.Sprint(render.PortValkey)),
+		Username: render.OperatorUser,
+		Password: c.password,
+		Dialer:   c.dialer,
+	}
+	if c.cluster.Spec.TLS != nil {
+		t.TLS = &valkey.TLS{
+			CA:         c.caPEM,
+			ServerName: render.PodFQDN(name, c.cluster.Name, c.cluster.Namespace, c.domain),
+		}
+	}
+	return t
+}
+
+func (c *connector) dial(ctx context.Context, name, ip string) (*valkey.Node, error) {
+	n, err := valkey.Dial(ctx, c.target(name, ip))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to node %s at %s: %w", name, ip, err)
+	}
+	return n, nil
+}

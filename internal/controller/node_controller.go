@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+)
+
+// condPodCreated records on a ValkeyNode that its pod was created, so a dead
+// pod is never recreated: a node whose pod is gone is replaced by a new node.
+const condPodCreated = "PodCreated"
+
+// NodeReconciler is a create-only executor: for a Joining ValkeyNode it
+// creates the node's ConfigMap and, once, its Pod. It never updates a pod.
+type NodeReconciler struct {
+	client.Client
+	Options  Options
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods;configmaps,verbs=get;list;watch;create;delete;patch
+
+func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var node valkeyv1.ValkeyNode
+	if err := r.Get(ctx, req.NamespacedName, &node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := logf.FromContext(ctx).WithValues("cluster", node.Spec.ClusterName, "node", node.Name)
+	ctx = logf.IntoContext(ctx, log)
+
+	if !node.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &node)
+	}
+	if node.Spec.Lifecycle != valkeyv1.LifecycleJoining || meta.IsStatusConditionTrue(node.Status.Conditions, condPodCreated) {
+		return ctrl.Result{}, nil
+	}
+
+	var vc valkeyv1.ValkeyCluster
+	if err := r.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Spec.ClusterName}, &vc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	rc := render.Cluster{Cluster: &vc, ClusterDomain: r.Options.ClusterDomain, DefaultZoneSpread: r.Options.DefaultZoneSpread}
+
+	cm, err := rc.NodeConfigMap(&node)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("rendering ConfigMap of node %s: %w", node.Name, err)
+	}
+	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
+	}
+	pod, err := rc.Pod(&node)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("rendering pod of node %s: %w", node.Name, err)
+	}
+	switch err := r.Create(ctx, pod); {
+	case err == nil:
+		log.Info("creating Pod for node")
+		r.Recorder.Eventf(&node, nil, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created pod %s", pod.Name)
+	case apierrors.IsAlreadyExists(err):
+	default:
+		return ctrl.Result{}, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	meta.SetStatusCondition(&node.Status.Conditions, metav1.Condition{
+		Type: condPodCreated, Status: metav1.ConditionTrue, Reason: "Created",
+		Message: "pod " + pod.Name + " created", ObservedGeneration: node.Generation,
+	})
+	if err := r.Status().Update(ctx, &node); err != nil {
+		return ctrl.Result{}, fmt.Errorf("recording pod creation on node %s: %w", node.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// finalize deletes the node's pod and ConfigMap. Owner references would let
+// the garbage collector do it too, but the pod should stop with its node
+// even where no collector runs.
+func (r *NodeReconciler) finalize(ctx context.Context, node *valkeyv1.ValkeyNode) error {
+	if !controllerutil.ContainsFinalizer(node, valkeyv1.FinalizerNode) {
+		return nil
+	}
+	for _, obj := range []client.Object{
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: node.Namespace, Name: node.Name}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: node.Namespace, Name: render.NodeConfigMapName(node.Name)}},
+	} {
+		if err := r.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	controllerutil.RemoveFinalizer(node, valkeyv1.FinalizerNode)
+	if err := r.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("removing finalizer of node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager watches ValkeyNodes and the pods and ConfigMaps they own.
+func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&valkeyv1.ValkeyNode{}).
+		Owns(&corev1.Pod{}).
+		Named("valkeynode").
+		Complete(r)
+}

@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// Options are the operator's process-wide settings.
+type Options struct {
+	// ClusterDomain is the DNS suffix of per-pod names (default cluster.local).
+	ClusterDomain string
+	// DefaultZoneSpread applies to clusters that do not set placement.zoneSpread.
+	DefaultZoneSpread valkeyv1.ZoneSpread
+	// TLSReloadInterval is the safety tick of the TLS reload controller.
+	TLSReloadInterval time.Duration
+	// ACLReloadInterval is the safety tick of the ACL controller.
+	ACLReloadInterval time.Duration
+	// SteadyResync is how often a converged cluster is re-checked.
+	SteadyResync time.Duration
+	// PendingRequeue is how soon a cluster waiting on something external is re-checked.
+	PendingRequeue time.Duration
+	// SlotBatch is how many slots one resharding step moves.
+	SlotBatch int
+}
+
+// DefaultOptions are the shipped defaults.
+func DefaultOptions() Options {
+	return Options{
+		ClusterDomain:     "cluster.local",
+		DefaultZoneSpread: valkeyv1.ZoneSpreadBestEffort,
+		TLSReloadInterval: 30 * time.Second,
+		ACLReloadInterval: 30 * time.Second,
+		SteadyResync:      30 * time.Second,
+		PendingRequeue:    2 * time.Second,
+		SlotBatch:         64,
+	}
+}
+
+// Validate refuses settings the operator cannot run with.
+func (o Options) Validate() error {
+	switch o.DefaultZoneSpread {
+	case valkeyv1.ZoneSpreadBestEffort, valkeyv1.ZoneSpreadRequired:
+	default:
+		return fmt.Errorf("default zone spread %q: must be %q or %q", o.DefaultZoneSpread, valkeyv1.ZoneSpreadBestEffort, valkeyv1.ZoneSpreadRequired)
+	}
+	if o.ClusterDomain == "" {
+		return fmt.Errorf("cluster domain must not be empty")
+	}
+	if o.SlotBatch < 1 {
+		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// indexTLSSecret indexes clusters by the TLS Secret they reference, so a
+// Secret change reaches exactly the clusters that use it.
+const indexTLSSecret = "spec.tls.secretRef"
+
+// Setup registers every controller with the manager.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	return SetupWithDialer(mgr, opts, nil)
+}
+
+// SetupWithDialer is Setup with a custom way to reach nodes, for runtimes
+// where pod IPs are not directly routable.
+func SetupWithDialer(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &valkeyv1.ValkeyCluster{}, indexTLSSecret, func(o client.Object) []string {
+		vc := o.(*valkeyv1.ValkeyCluster)
+		if vc.Spec.TLS == nil {
+			return nil
+		}
+		return []string{vc.Spec.TLS.SecretRef}
+	}); err != nil {
+		return fmt.Errorf("indexing clusters by TLS Secret: %w", err)
+	}
+
+	cr := &ClusterReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Options:   opts,
+		Recorder:  mgr.GetEventRecorder("valkey-operator"),
+		Dialer:    dialer,
+	}
+	allClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list valkeyv1.ValkeyClusterList
+		if err := mgr.GetClient().List(ctx, &list); err != nil {
+			return nil
+		}
+		return requestsFor(list.Items)
+	})
+	byInstanceLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[valkeyv1.LabelInstance]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	bySecret := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list valkeyv1.ValkeyClusterList
+		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexTLSSecret: o.GetName()}); err != nil {
+			return nil
+		}
+		return requestsFor(list.Items)
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).
+		For(&valkeyv1.ValkeyCluster{}).
+		Owns(&valkeyv1.ValkeyNode{}).
+		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods())).
+		Watches(&corev1.Secret{}, bySecret).
+		Watches(&valkeyv1.ValkeyConfig{}, allClusters).
+		Watches(&valkeyv1.ValkeyImage{}, allClusters).
+		Watches(&valkeyv1.ValkeyRole{}, allClusters).
+		Named("valkeycluster").
+		Complete(cr); err != nil {
+		return fmt.Errorf("setting up cluster controller: %w", err)
+	}
+
+	nr := &NodeReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
+	if err := nr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up node controller: %w", err)
+	}
+	return nil
+}
+
+// DialFunc opens a connection to a node.
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+func managedPods() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[valkeyv1.LabelManagedBy] == valkeyv1.LabelManagedByValue
+	})
+}
+
+func requestsFor(items []valkeyv1.ValkeyCluster) []reconcile.Request {
+	out := make([]reconcile.Request, len(items))
+	for i := range items {
+		out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: items[i].Namespace, Name: items[i].Name}}
+	}
+	return out
+}

@@ -1,0 +1,14 @@
+// Package valkey talks to one Valkey node at a time on behalf of the
+// operator: it dials (plaintext or verified TLS), authenticates as the
+// operator's ACL user and issues typed admin commands.
+//
+// Replies are parsed by pure functions (ParseClusterNodes,
+// ParseClusterShards, ParseClusterInfo, ParseInfo, ParseSlotRanges, ...)
+// that never touch the network, so they can be tested against captured
+// server output.
+//
+// The operator's ACL user holds only +cluster +acl|load +ping +info
+// +config|set. Node methods that need more (AclList, ConfigGet, Migrate)
+// exist for callers with other users; with the operator user they fail
+// with a NOPERM error (see IsNoPermission).
+package valkey

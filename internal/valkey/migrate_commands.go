@@ -1,0 +1,113 @@
+package valkey
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// MigrateArgs describes one MIGRATE of keys to another node (classic
+// resharding on Valkey 8.x). MIGRATE needs key access that the operator
+// user does not hold.
+type MigrateArgs struct {
+	Host string
+	Port int
+	Keys []string
+	// Username and Password authenticate on the destination (AUTH2);
+	// empty means no AUTH.
+	Username string
+	Password string
+	// Timeout is MIGRATE's own I/O timeout towards the destination.
+	Timeout time.Duration
+	Replace bool
+	Copy    bool
+}
+
+// Migrate moves keys to another node with MIGRATE ... KEYS. Keys that no
+// longer exist are skipped by the server; that is not an error.
+func (n *Node) Migrate(ctx context.Context, a MigrateArgs) error {
+	what := fmt.Sprintf("MIGRATE to %s:%d (%d keys)", a.Host, a.Port, len(a.Keys))
+	if len(a.Keys) == 0 {
+		return fmt.Errorf("%s on %s: no keys", what, n.addr)
+	}
+	if a.Timeout <= 0 {
+		a.Timeout = n.timeout
+	}
+	args := []string{a.Host, strconv.Itoa(a.Port), "", "0", strconv.FormatInt(a.Timeout.Milliseconds(), 10)}
+	if a.Copy {
+		args = append(args, "COPY")
+	}
+	if a.Replace {
+		args = append(args, "REPLACE")
+	}
+	if a.Username != "" {
+		args = append(args, "AUTH2", a.Username, a.Password)
+	} else if a.Password != "" {
+		args = append(args, "AUTH", a.Password)
+	}
+	args = append(args, "KEYS")
+	err := n.doWithin(ctx, n.timeout+a.Timeout, func(b valkey.Builder) valkey.Completed {
+		return b.Arbitrary("MIGRATE").Args(args...).Keys(a.Keys...).Build()
+	}).Error()
+	return n.wrap(what, err)
+}
+
+// ClusterMigrateSlots starts an atomic slot migration of ranges from this
+// node (their owner) to targetID. Valkey >= 9 only; older servers yield
+// ErrNotSupported. The reply only means the job started: follow it with
+// ClusterGetSlotMigrations.
+func (n *Node) ClusterMigrateSlots(ctx context.Context, targetID string, ranges ...SlotRange) error {
+	what := fmt.Sprintf("CLUSTER MIGRATESLOTS SLOTSRANGE %s NODE %s", FormatSlotRanges(ranges), targetID)
+	if len(ranges) == 0 {
+		return fmt.Errorf("%s on %s: no ranges", what, n.addr)
+	}
+	for _, r := range ranges {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("%s on %s: %w", what, n.addr, err)
+		}
+	}
+	err := n.do(ctx, func(b valkey.Builder) valkey.Completed {
+		c := b.ClusterMigrateslots().Slotsrange()
+		for _, r := range ranges {
+			c = c.Slotsrange(int64(r.Start), int64(r.End))
+		}
+		return c.Node(targetID).Build()
+	}).Error()
+	return n.wrap(what, notSupported(err))
+}
+
+// ClusterGetSlotMigrations lists running and recently finished atomic slot
+// migrations (Valkey >= 9).
+func (n *Node) ClusterGetSlotMigrations(ctx context.Context) ([]SlotMigration, error) {
+	const what = "CLUSTER GETSLOTMIGRATIONS"
+	reply, err := n.do(ctx, func(b valkey.Builder) valkey.Completed {
+		return b.ClusterGetslotmigrations().Build()
+	}).ToAny()
+	if err != nil {
+		return nil, n.wrap(what, notSupported(err))
+	}
+	migrations, err := ParseSlotMigrations(reply)
+	return migrations, n.wrap(what, err)
+}
+
+// ClusterCancelSlotMigrations cancels every running atomic slot migration
+// this node exports (Valkey >= 9). Nothing to cancel is not an error.
+func (n *Node) ClusterCancelSlotMigrations(ctx context.Context) error {
+	err := n.do(ctx, func(b valkey.Builder) valkey.Completed {
+		return b.ClusterCancelslotmigrations().Build()
+	}).Error()
+	if serverErrorContains(err, "no migrations ongoing") {
+		return nil
+	}
+	return n.wrap("CLUSTER CANCELSLOTMIGRATIONS", notSupported(err))
+}
+
+func notSupported(err error) error {
+	if err != nil && isUnknownCommand(err) {
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return err
+}

@@ -1,0 +1,88 @@
+package valkey
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// Ping checks the node answers.
+func (n *Node) Ping(ctx context.Context) error {
+	return n.exec(ctx, "PING", func(b valkey.Builder) valkey.Completed { return b.Ping().Build() })
+}
+
+// InfoServer returns the node's INFO SERVER, version included.
+func (n *Node) InfoServer(ctx context.Context) (ServerInfo, error) {
+	text, err := n.text(ctx, "INFO SERVER", func(b valkey.Builder) valkey.Completed {
+		return b.Info().Section("server").Build()
+	})
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	info, err := ParseServerInfo(text)
+	return info, n.wrap("INFO SERVER", err)
+}
+
+// InfoReplication returns the node's INFO REPLICATION.
+func (n *Node) InfoReplication(ctx context.Context) (ReplicationInfo, error) {
+	text, err := n.text(ctx, "INFO REPLICATION", func(b valkey.Builder) valkey.Completed {
+		return b.Info().Section("replication").Build()
+	})
+	if err != nil {
+		return ReplicationInfo{}, err
+	}
+	info, err := ParseReplicationInfo(text)
+	return info, n.wrap("INFO REPLICATION", err)
+}
+
+// Info returns the given INFO sections (all default sections when none).
+func (n *Node) Info(ctx context.Context, sections ...string) (InfoSections, error) {
+	text, err := n.text(ctx, "INFO", func(b valkey.Builder) valkey.Completed {
+		if len(sections) == 0 {
+			return b.Info().Build()
+		}
+		return b.Info().Section(sections...).Build()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ParseInfo(text), nil
+}
+
+// AclLoad makes the node reload its ACL file.
+func (n *Node) AclLoad(ctx context.Context) error {
+	return n.exec(ctx, "ACL LOAD", func(b valkey.Builder) valkey.Completed { return b.AclLoad().Build() })
+}
+
+// AclList returns the node's ACL rules, one user per line. The operator
+// user lacks acl|list.
+func (n *Node) AclList(ctx context.Context) ([]string, error) {
+	rules, err := n.do(ctx, func(b valkey.Builder) valkey.Completed { return b.AclList().Build() }).AsStrSlice()
+	return rules, n.wrap("ACL LIST", err)
+}
+
+// ConfigSet sets parameters in one command, so that related settings (the
+// TLS certificate, key and CA paths) change together: kv is name, value,
+// name, value, ...
+func (n *Node) ConfigSet(ctx context.Context, kv ...string) error {
+	if len(kv) == 0 || len(kv)%2 != 0 {
+		return fmt.Errorf("CONFIG SET on %s: want name/value pairs, got %d arguments", n.addr, len(kv))
+	}
+	return n.exec(ctx, "CONFIG SET", func(b valkey.Builder) valkey.Completed {
+		c := b.ConfigSet().ParameterValue()
+		for i := 0; i < len(kv); i += 2 {
+			c = c.ParameterValue(kv[i], kv[i+1])
+		}
+		return c.Build()
+	})
+}
+
+// ConfigGet returns the parameters matching pattern. The operator user
+// lacks config|get.
+func (n *Node) ConfigGet(ctx context.Context, pattern string) (map[string]string, error) {
+	m, err := n.do(ctx, func(b valkey.Builder) valkey.Completed {
+		return b.ConfigGet().Parameter(pattern).Build()
+	}).AsStrMap()
+	return m, n.wrap("CONFIG GET "+pattern, err)
+}

@@ -1,0 +1,132 @@
+package valkey
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestParseSlotRange(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    SlotRange
+		wantErr bool
+	}{
+		{in: "0-5460", want: SlotRange{0, 5460}},
+		{in: "42", want: SlotRange{42, 42}},
+		{in: "16383", want: SlotRange{16383, 16383}},
+		{in: "0-16383", want: SlotRange{0, 16383}},
+		{in: "16384", wantErr: true},
+		{in: "10-5", wantErr: true},
+		{in: "-1", wantErr: true},
+		{in: "a-b", wantErr: true},
+		{in: "", wantErr: true},
+	}
+	for _, tc := range tests {
+		got, err := ParseSlotRange(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("ParseSlotRange(%q) error = %v, wantErr %v", tc.in, err, tc.wantErr)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("ParseSlotRange(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseSlotRanges(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []SlotRange
+		wantErr bool
+	}{
+		{in: "0-5460,10000-16383", want: []SlotRange{{0, 5460}, {10000, 16383}}},
+		// CLUSTER GETSLOTMIGRATIONS separates ranges with spaces.
+		{in: "0-10 20-29", want: []SlotRange{{0, 10}, {20, 29}}},
+		{in: "7", want: []SlotRange{{7, 7}}},
+		{in: "", want: []SlotRange{}},
+		{in: "0-10,x", wantErr: true},
+	}
+	for _, tc := range tests {
+		got, err := ParseSlotRanges(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("ParseSlotRanges(%q) error = %v, wantErr %v", tc.in, err, tc.wantErr)
+			continue
+		}
+		if !tc.wantErr && !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseSlotRanges(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSlotRangeHelpers(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []SlotRange
+		merged  []SlotRange
+		count   int
+		format  string
+		missing []SlotRange
+	}{
+		{
+			name:    "none",
+			in:      nil,
+			merged:  nil,
+			count:   0,
+			format:  "",
+			missing: []SlotRange{{0, MaxSlot}},
+		},
+		{
+			name:    "full coverage in three shards",
+			in:      []SlotRange{{10923, 16383}, {0, 5460}, {5461, 10922}},
+			merged:  []SlotRange{{0, MaxSlot}},
+			count:   SlotCount,
+			format:  "0-16383",
+			missing: nil,
+		},
+		{
+			name:    "overlap counted once",
+			in:      []SlotRange{{0, 100}, {50, 150}, {150, 150}},
+			merged:  []SlotRange{{0, 150}},
+			count:   151,
+			format:  "0-150",
+			missing: []SlotRange{{151, MaxSlot}},
+		},
+		{
+			name:    "gaps and single slots",
+			in:      []SlotRange{{12182, 12182}, {0, 5460}, {12184, MaxSlot}},
+			merged:  []SlotRange{{0, 5460}, {12182, 12182}, {12184, MaxSlot}},
+			count:   5461 + 1 + (MaxSlot - 12184 + 1),
+			format:  "0-5460,12182,12184-16383",
+			missing: []SlotRange{{5461, 12181}, {12183, 12183}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MergeSlotRanges(tc.in); !reflect.DeepEqual(got, tc.merged) {
+				t.Errorf("MergeSlotRanges = %v, want %v", got, tc.merged)
+			}
+			if got := CountSlots(tc.in); got != tc.count {
+				t.Errorf("CountSlots = %d, want %d", got, tc.count)
+			}
+			if got := FormatSlotRanges(tc.in); got != tc.format {
+				t.Errorf("FormatSlotRanges = %q, want %q", got, tc.format)
+			}
+			if got := MissingSlots(tc.in); !reflect.DeepEqual(got, tc.missing) {
+				t.Errorf("MissingSlots = %v, want %v", got, tc.missing)
+			}
+			// Formatting then parsing gives the merged ranges back.
+			back, err := ParseSlotRanges(tc.format)
+			if err != nil || (len(tc.merged) > 0 && !reflect.DeepEqual(back, tc.merged)) {
+				t.Errorf("ParseSlotRanges(FormatSlotRanges) = %v, %v", back, err)
+			}
+		})
+	}
+}
+
+func TestMergeSlotRangesLeavesInputAlone(t *testing.T) {
+	in := []SlotRange{{10, 20}, {0, 5}}
+	MergeSlotRanges(in)
+	if !reflect.DeepEqual(in, []SlotRange{{10, 20}, {0, 5}}) {
+		t.Fatalf("input modified: %v", in)
+	}
+}
