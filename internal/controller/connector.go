@@ -14,11 +14,11 @@ import (
 // at the pod IP, and in TLS mode verified against the cluster's CA with the
 // pod's FQDN as server name. There is no plaintext fallback.
 type connector struct {
-	cluster   *valkeyv1.ValkeyCluster
-	domain    string
-	password  string
-	caPEM     []byte // nil for plaintext clusters
-	dialer    func(ctx context.Context, network, addr string) (net.Conn, error)
+	cluster  *valkeyv1.ValkeyCluster
+	domain   string
+	password string
+	caPEM    []byte // nil for plaintext clusters
+	dialer   func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (c *connector) target(name, ip string) valkey.Target {
