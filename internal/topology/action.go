@@ -1,0 +1,205 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind tags an Action.
+type Kind string
+
+const (
+	KindDone         Kind = "Done"
+	KindWait         Kind = "Wait"
+	KindCreateNode   Kind = "CreateNode"
+	KindMeet         Kind = "Meet"
+	KindForget       Kind = "Forget"
+	KindAddSlots     Kind = "AddSlots"
+	KindReplicate    Kind = "Replicate"
+	KindMarkActive   Kind = "MarkActive"
+	KindMarkLeaving  Kind = "MarkLeaving"
+	KindDeleteNode   Kind = "DeleteNode"
+	KindFailover     Kind = "Failover"
+	KindMigrateSlots Kind = "MigrateSlots"
+)
+
+// Tier is the priority tier that produced an Action; it drives the
+// cluster state (see DecideState).
+type Tier string
+
+const (
+	TierBootstrap Tier = "Bootstrap"
+	TierStability Tier = "Stability"
+	TierTopology  Tier = "Topology"
+	TierUpdate    Tier = "Update"
+	TierCleanup   Tier = "Cleanup"
+	// TierSteady is used for Done and for waiting on a converged-looking
+	// cluster to settle.
+	TierSteady Tier = "Steady"
+)
+
+// FailoverMode selects the CLUSTER FAILOVER variant.
+type FailoverMode string
+
+const (
+	// FailoverDefault is CLUSTER FAILOVER: the replica catches up first.
+	FailoverDefault FailoverMode = "default"
+	// FailoverTakeover is CLUSTER FAILOVER TAKEOVER: no primary agreement.
+	FailoverTakeover FailoverMode = "takeover"
+)
+
+// MigrationMethod selects how slots are moved.
+type MigrationMethod string
+
+const (
+	// MigrationAtomic is CLUSTER MIGRATESLOTS (Valkey >= 9.0), run on the
+	// source; it completes asynchronously.
+	MigrationAtomic MigrationMethod = "atomic"
+	// MigrationClassic is SETSLOT IMPORTING/MIGRATING, MIGRATE of every key,
+	// then SETSLOT NODE on both ends. It must be safe to run again on slots
+	// already half-moved: Plan re-issues it for slots left MIGRATING.
+	MigrationClassic MigrationMethod = "classic"
+)
+
+// Documented log lines the reconciler should log for the matching actions
+// (Action.Reason carries them).
+const (
+	ReasonWaitAutoFailover = "primary unhealthy but replicas exist, waiting for auto-failover"
+	ReasonTakeover         = "no quorum — issued TAKEOVER on replica"
+	ReasonUnschedulable    = "bootstrap blocked: pod cannot be scheduled"
+	ReasonRollFailover     = "failover to up-to-date replica for rolling upgrade"
+	ReasonMeet             = "cluster meet issued"
+	ReasonCompletedJoin    = "completed join"
+	ReasonFormed           = "cluster formed, transitioning to Active"
+)
+
+// Action is the planner's answer: exactly one of the payload pointers that
+// matches Kind is set (none for Done and Wait).
+type Action struct {
+	Kind Kind
+	Tier Tier
+	// Reason is a fixed message suitable as a log message.
+	Reason string
+	// Detail names the nodes, slots or blocker involved.
+	Detail string
+
+	CreateNode   *CreateNode
+	Meet         *Meet
+	Forget       *Forget
+	AddSlots     *AddSlots
+	Replicate    *Replicate
+	MarkActive   *NodeRef
+	MarkLeaving  *NodeRef
+	DeleteNode   *NodeRef
+	Failover     *Failover
+	MigrateSlots *MigrateSlots
+}
+
+// CreateNode asks for a new ValkeyNode in Joining.
+type CreateNode struct {
+	ShardIndex int
+	JoinType   JoinType
+}
+
+// Meet: run CLUSTER MEET SeedIP <port> on Node.
+type Meet struct {
+	Node   string
+	Seed   string
+	SeedIP string
+}
+
+// Forget: run CLUSTER FORGET NodeID on every member listed in On, in the
+// same tick (forgets are not gossiped; a peer that still remembers the node
+// would teach it back). On holds every reachable member except the
+// forgotten node itself and nodes replicating it, which Valkey refuses.
+type Forget struct {
+	NodeID string
+	On     []string
+}
+
+// AddSlots: CLUSTER ADDSLOTSRANGE on Node.
+type AddSlots struct {
+	Node   string
+	Ranges []SlotRange
+}
+
+// Replicate: CLUSTER REPLICATE PrimaryID on Node. Primary names the member
+// that owns PrimaryID.
+type Replicate struct {
+	Node      string
+	Primary   string
+	PrimaryID string
+}
+
+// NodeRef names one member: for MarkActive and MarkLeaving, set
+// spec.lifecycle; for DeleteNode, delete the ValkeyNode.
+type NodeRef struct {
+	Node string
+}
+
+// Failover: CLUSTER FAILOVER [TAKEOVER] on Node, a replica.
+type Failover struct {
+	Node string
+	Mode FailoverMode
+}
+
+// MigrateSlots moves Slots from the primary From to the primary To.
+type MigrateSlots struct {
+	From   string
+	FromID string
+	To     string
+	ToID   string
+	ToIP   string
+	Slots  SlotRange
+	Method MigrationMethod
+}
+
+// Done reports whether there is nothing left to do.
+func (a Action) Done() bool { return a.Kind == KindDone }
+
+// String renders a one-line summary for logs and test failures.
+func (a Action) String() string {
+	var b strings.Builder
+	b.WriteString(string(a.Kind))
+	switch {
+	case a.CreateNode != nil:
+		fmt.Fprintf(&b, " shard=%d join=%q", a.CreateNode.ShardIndex, a.CreateNode.JoinType)
+	case a.Meet != nil:
+		fmt.Fprintf(&b, " node=%s seed=%s(%s)", a.Meet.Node, a.Meet.Seed, a.Meet.SeedIP)
+	case a.Forget != nil:
+		fmt.Fprintf(&b, " id=%s on=%v", a.Forget.NodeID, a.Forget.On)
+	case a.AddSlots != nil:
+		fmt.Fprintf(&b, " node=%s slots=%s", a.AddSlots.Node, FormatRanges(a.AddSlots.Ranges))
+	case a.Replicate != nil:
+		fmt.Fprintf(&b, " node=%s primary=%s(%s)", a.Replicate.Node, a.Replicate.Primary, a.Replicate.PrimaryID)
+	case a.MarkActive != nil:
+		fmt.Fprintf(&b, " node=%s", a.MarkActive.Node)
+	case a.MarkLeaving != nil:
+		fmt.Fprintf(&b, " node=%s", a.MarkLeaving.Node)
+	case a.DeleteNode != nil:
+		fmt.Fprintf(&b, " node=%s", a.DeleteNode.Node)
+	case a.Failover != nil:
+		fmt.Fprintf(&b, " node=%s mode=%s", a.Failover.Node, a.Failover.Mode)
+	case a.MigrateSlots != nil:
+		m := a.MigrateSlots
+		fmt.Fprintf(&b, " %s->%s slots=%s method=%s", m.From, m.To, m.Slots, m.Method)
+	}
+	if a.Reason != "" {
+		fmt.Fprintf(&b, " (%s", a.Reason)
+		if a.Detail != "" {
+			fmt.Fprintf(&b, ": %s", a.Detail)
+		}
+		b.WriteString(")")
+	} else if a.Detail != "" {
+		fmt.Fprintf(&b, " (%s)", a.Detail)
+	}
+	return b.String()
+}
+
+func done(reason string) Action {
+	return Action{Kind: KindDone, Tier: TierSteady, Reason: reason}
+}
+
+func wait(tier Tier, reason, detail string) Action {
+	return Action{Kind: KindWait, Tier: tier, Reason: reason, Detail: detail}
+}

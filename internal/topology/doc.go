@@ -1,0 +1,14 @@
+// Package topology decides the single next step that moves a Valkey cluster
+// towards its desired shape.
+//
+// Plan is a pure function of what the reconciler observed on this tick: the
+// cluster's ValkeyNodes, their pods and each reachable node's own view of the
+// Valkey topology. Nothing is carried over between calls, so an operator that
+// restarts at any point resumes from whatever the next observation shows.
+//
+// The order in which work is considered follows the lifecycle specification:
+// stability (a healthy primary per shard, forgetting departed members,
+// replica counts), then topology (departures, drained shards, slot balance,
+// new shards), then rolling replacement of outdated nodes, then cleanup. The
+// first applicable step wins the tick.
+package topology

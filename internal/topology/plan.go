@@ -1,0 +1,851 @@
+package topology
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Plan returns the single next action for the cluster described by in, or
+// Done when it has its desired shape, or Wait with the reason nothing can be
+// done this tick. It keeps no state: the same input always yields the same
+// answer.
+func Plan(in Input) Action {
+	if in.Shards < 1 || in.ReplicasPerShard < 0 {
+		return wait(TierSteady, "invalid desired shape",
+			fmt.Sprintf("shards=%d replicasPerShard=%d", in.Shards, in.ReplicasPerShard))
+	}
+	w := newWorld(in)
+	steps := []func() (Action, bool){w.primaries, w.departed}
+	if in.Creating {
+		steps = append(steps, w.bootstrap)
+	} else {
+		steps = append(steps,
+			w.orphans, w.joins, w.replicaCounts, w.coverage, // stability
+			w.migrations, w.departures, w.retireDrained, w.moves, w.addShards, // topology
+			w.roll,    // updates
+			w.cleanup, // cleanup
+			w.settled)
+	}
+	for _, step := range steps {
+		if a, ok := step(); ok {
+			return a
+		}
+	}
+	return wait(TierSteady, "waiting for the cluster to settle", "")
+}
+
+// noted remembers the first reason a step skipped something, so the final
+// Wait can say what the cluster is waiting for.
+type noted struct{ first *Action }
+
+func (n *noted) add(a Action) {
+	if n.first == nil {
+		n.first = &a
+	}
+}
+
+func (n *noted) get() (Action, bool) {
+	if n.first == nil {
+		return Action{}, false
+	}
+	return *n.first, true
+}
+
+func pendingDetail(n *node) string {
+	if n.Pod.Unschedulable != "" {
+		return fmt.Sprintf("%s: %s", n.Name, n.Pod.Unschedulable)
+	}
+	return n.Name
+}
+
+func waitForPod(tier Tier, n *node) Action {
+	if n.Pod.Unschedulable != "" {
+		reason := "pod cannot be scheduled"
+		if tier == TierBootstrap {
+			reason = ReasonUnschedulable
+		}
+		return wait(tier, reason, pendingDetail(n))
+	}
+	if n.pending() {
+		return wait(tier, "waiting for pod to run", n.Name)
+	}
+	return wait(tier, "waiting for node to answer", n.Name)
+}
+
+func (w *world) label(id string) string {
+	if n := w.byID[id]; n != nil {
+		return n.Name
+	}
+	return id
+}
+
+// primaries makes sure every slot-holding primary is healthy (§2.1 1.1).
+func (w *world) primaries() (Action, bool) {
+	var notes noted
+	holders := slices.Clone(w.holders)
+	slices.SortFunc(holders, func(a, b string) int {
+		return cmp.Or(cmp.Compare(w.indexOf(a), w.indexOf(b)), cmp.Compare(a, b))
+	})
+	for _, id := range holders {
+		m := w.byID[id]
+		if w.healthy(m) {
+			continue
+		}
+		name := w.label(id)
+		down := w.failFlag[id] || (m != nil && m.dead()) || (m == nil && w.pfailAll[id])
+		if !down {
+			if m == nil {
+				notes.add(wait(TierStability, "slot owner is not a member of this cluster", id))
+			} else {
+				notes.add(waitForPod(TierStability, m))
+			}
+			continue
+		}
+		reps := w.takeoverCandidates(id, m)
+		if len(reps) > 0 {
+			if w.quorum() {
+				notes.add(wait(TierStability, ReasonWaitAutoFailover, name))
+				continue
+			}
+			return Action{Kind: KindFailover, Tier: TierStability, Reason: ReasonTakeover,
+				Detail:   fmt.Sprintf("%s replaces %s", reps[0].Name, name),
+				Failover: &Failover{Node: reps[0].Name, Mode: FailoverTakeover}}, true
+		}
+		if m != nil {
+			if u := w.unknownIn(m.ShardIndex); u != nil {
+				notes.add(waitForPod(TierStability, u))
+				continue
+			}
+		}
+		if w.knownByTargets(id) {
+			return Action{Kind: KindForget, Tier: TierStability,
+				Reason: "primary lost with no replica, forgetting it; a fresh primary takes its slots",
+				Detail: name, Forget: &Forget{NodeID: id, On: w.forgetTargets(id)}}, true
+		}
+		notes.add(wait(TierStability, "lost primary is still known by its replicas", name))
+	}
+	return notes.get()
+}
+
+func (w *world) indexOf(id string) int {
+	if n := w.byID[id]; n != nil {
+		return n.ShardIndex
+	}
+	return -1
+}
+
+// takeoverCandidates are the healthy replicas of id, best first: same
+// shard, up to date, most caught up, then by name.
+func (w *world) takeoverCandidates(id string, primary *node) []*node {
+	var out []*node
+	for _, n := range w.replicasFollowing(id) {
+		if w.healthy(n) && !n.leaving() {
+			out = append(out, n)
+		}
+	}
+	idx := -1
+	if primary != nil {
+		idx = primary.ShardIndex
+	}
+	slices.SortStableFunc(out, func(a, b *node) int {
+		return cmp.Or(
+			boolFirst(a.ShardIndex == idx, b.ShardIndex == idx),
+			boolFirst(!a.Outdated, !b.Outdated),
+			cmp.Compare(b.View.ReplOffset, a.View.ReplOffset),
+			cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// boolFirst orders true before false.
+func boolFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	default:
+		return 1
+	}
+}
+
+func (w *world) unknownIn(idx int) *node {
+	for _, n := range w.shardMembers(idx) {
+		if n.unknown() {
+			return n
+		}
+	}
+	return nil
+}
+
+// departed forgets node IDs no member stands for any more, then deletes
+// dead ValkeyNodes nobody remembers (§2.1 1.2).
+func (w *world) departed() (Action, bool) {
+	ids := map[string]string{} // id -> an address it was seen at
+	for _, n := range w.liveNodes() {
+		for id, p := range n.peers {
+			if _, ok := ids[id]; !ok || ids[id] == "" {
+				ids[id] = p.IP
+			}
+		}
+	}
+	for _, id := range sortedStrings(ids) {
+		if slices.Contains(w.holders, id) {
+			continue
+		}
+		if m := w.byID[id]; m != nil && !m.dead() {
+			continue
+		}
+		if w.byID[id] == nil && w.addressClaimed(ids[id]) {
+			continue
+		}
+		if !w.knownByTargets(id) {
+			continue
+		}
+		return Action{Kind: KindForget, Tier: TierStability, Reason: "forgetting departed node",
+			Detail: w.label(id), Forget: &Forget{NodeID: id, On: w.forgetTargets(id)}}, true
+	}
+	for _, n := range w.nodes {
+		if !n.dead() || slices.Contains(w.holders, n.id) {
+			continue
+		}
+		if n.id != "" && w.knownByTargets(n.id) {
+			continue
+		}
+		return Action{Kind: KindDeleteNode, Tier: w.departureTier(n), Reason: "deleting dead node",
+			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
+	}
+	return Action{}, false
+}
+
+func (w *world) departureTier(n *node) Tier {
+	switch {
+	case !n.leaving():
+		return TierStability
+	case n.Outdated:
+		return TierUpdate
+	default:
+		return TierTopology
+	}
+}
+
+// addressClaimed: a member whose node ID is not known yet runs at ip, so
+// an unknown ID seen there may be that member.
+func (w *world) addressClaimed(ip string) bool {
+	if ip == "" {
+		return false
+	}
+	for _, n := range w.nodes {
+		if n.id == "" && !n.dead() && n.Pod.IP == ip {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedStrings[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// bootstrap forms a new cluster one step per tick (§5).
+func (w *world) bootstrap() (Action, bool) {
+	S, R := w.in.Shards, w.in.ReplicasPerShard
+	counts := make([]int, S)
+	total := 0
+	for _, n := range w.nodes {
+		if n.ShardIndex < S && !n.leaving() && !n.dead() {
+			counts[n.ShardIndex]++
+			total++
+		}
+	}
+	if total < S*(1+R) {
+		best := -1
+		for i, c := range counts {
+			if c < 1+R && (best < 0 || c < counts[best]) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return Action{Kind: KindCreateNode, Tier: TierBootstrap, Reason: "creating node",
+				Detail:     fmt.Sprintf("%d of %d", total+1, S*(1+R)),
+				CreateNode: &CreateNode{ShardIndex: best, JoinType: JoinNone}}, true
+		}
+	}
+	members := w.bootstrapMembers()
+	for _, n := range members {
+		if !n.live() || n.Pod.IP == "" {
+			return waitForPod(TierBootstrap, n), true
+		}
+	}
+	for _, n := range members {
+		if w.met(n) {
+			continue
+		}
+		if seed := w.seedFor(n); seed != nil && !connected(n, seed) {
+			return meet(TierBootstrap, n, seed), true
+		}
+	}
+	for _, n := range members {
+		if !w.met(n) {
+			return wait(TierBootstrap, "waiting for nodes to learn each other", n.Name), true
+		}
+	}
+	if !w.slotsAgree() {
+		return wait(TierBootstrap, "waiting for nodes to agree on assigned slots", ""), true
+	}
+	plan := EvenPlan(S)
+	primaries := make([]*node, S)
+	for i := range S {
+		p := w.designated(i)
+		if p == nil {
+			return wait(TierBootstrap, "no primary candidate in shard", fmt.Sprint(i)), true
+		}
+		primaries[i] = p
+		missing := rangesOf(func(s int) bool {
+			return s >= plan[i].Start && s <= plan[i].End && w.owner[s] == ""
+		})
+		if len(missing) > 0 {
+			return Action{Kind: KindAddSlots, Tier: TierBootstrap, Reason: "assigning slots",
+				Detail:   fmt.Sprintf("shard %d", i),
+				AddSlots: &AddSlots{Node: p.Name, Ranges: missing}}, true
+		}
+	}
+	if un := w.unassigned(); len(un) > 0 {
+		return wait(TierBootstrap, "slots left unassigned", FormatRanges(un)), true
+	}
+	for _, n := range members {
+		p := primaries[n.ShardIndex]
+		if n == p || n.isReplicaOf(p.id) {
+			continue
+		}
+		if n.selfSlots() > 0 {
+			return wait(TierBootstrap, "node outside its shard holds slots", n.Name), true
+		}
+		return replicate(TierBootstrap, n, p), true
+	}
+	for _, n := range members {
+		if !n.joining() {
+			continue
+		}
+		p := primaries[n.ShardIndex]
+		if n == p || (n.View.LinkUp && n.View.SyncDone) {
+			return markActive(TierBootstrap, n), true
+		}
+		return wait(TierBootstrap, "waiting for initial sync", n.Name), true
+	}
+	if ok, why := w.formed(); !ok {
+		return wait(TierBootstrap, "waiting for the cluster to agree", why), true
+	}
+	return done(ReasonFormed), true
+}
+
+// bootstrapMembers are the nodes bootstrap builds the cluster from.
+func (w *world) bootstrapMembers() []*node {
+	var out []*node
+	for _, n := range w.nodes {
+		if n.ShardIndex < w.in.Shards && !n.leaving() && !n.dead() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// formed checks the formation criteria of §3.1.
+func (w *world) formed() (bool, string) {
+	if !w.allAgree() {
+		return false, "not every node sees a complete, healthy cluster"
+	}
+	if len(w.holders) != w.in.Shards {
+		return false, fmt.Sprintf("%d slot-holding primaries, want %d", len(w.holders), w.in.Shards)
+	}
+	for _, id := range w.holders {
+		if r := len(w.replicasFollowing(id)); r < w.in.ReplicasPerShard {
+			return false, fmt.Sprintf("%s has %d replicas, want %d", w.label(id), r, w.in.ReplicasPerShard)
+		}
+	}
+	return true, ""
+}
+
+func meet(tier Tier, n, seed *node) Action {
+	return Action{Kind: KindMeet, Tier: tier, Reason: ReasonMeet,
+		Detail: fmt.Sprintf("%s meets %s", n.Name, seed.Name),
+		Meet:   &Meet{Node: n.Name, Seed: seed.Name, SeedIP: seed.Pod.IP}}
+}
+
+func replicate(tier Tier, n, p *node) Action {
+	return Action{Kind: KindReplicate, Tier: tier, Reason: "attaching replica",
+		Detail:    fmt.Sprintf("%s follows %s", n.Name, p.Name),
+		Replicate: &Replicate{Node: n.Name, Primary: p.Name, PrimaryID: p.id}}
+}
+
+func markActive(tier Tier, n *node) Action {
+	return Action{Kind: KindMarkActive, Tier: tier, Reason: ReasonCompletedJoin,
+		Detail: n.Name, MarkActive: &NodeRef{Node: n.Name}}
+}
+
+func markLeaving(tier Tier, n *node, reason string) Action {
+	return Action{Kind: KindMarkLeaving, Tier: tier, Reason: reason,
+		Detail: n.Name, MarkLeaving: &NodeRef{Node: n.Name}}
+}
+
+func createNode(tier Tier, idx int, jt JoinType, reason string) Action {
+	return Action{Kind: KindCreateNode, Tier: tier, Reason: reason,
+		Detail:     fmt.Sprintf("shard %d", idx),
+		CreateNode: &CreateNode{ShardIndex: idx, JoinType: jt}}
+}
+
+// orphans gives slots nobody owns to a primary: a slot-less one waiting
+// for them, else a fresh one (join type primary), else the smallest shard.
+func (w *world) orphans() (Action, bool) {
+	un := w.unassigned()
+	if len(un) == 0 {
+		return Action{}, false
+	}
+	if !w.slotsAgree() {
+		return wait(TierStability, "waiting for nodes to agree on assigned slots", FormatRanges(un)), true
+	}
+	shards := w.liveShards()
+	var recipient *node
+	pending := false
+	for _, idx := range shards {
+		if w.slotsOf(idx) > 0 {
+			continue
+		}
+		p := w.designated(idx)
+		if p == nil || !w.healthy(p) || !w.met(p) {
+			pending = true
+			continue
+		}
+		if recipient == nil || (p.JoinType == JoinPrimary && recipient.JoinType != JoinPrimary) {
+			recipient = p
+		}
+	}
+	if recipient == nil && pending {
+		// The new primary has to join first; coverage holds up everything
+		// below stability meanwhile.
+		return Action{}, false
+	}
+	if recipient == nil && len(shards) < w.in.Shards {
+		return createNode(TierStability, w.freeIndex(), JoinPrimary, "creating fresh primary for orphaned slots"), true
+	}
+	if recipient == nil {
+		for _, id := range w.holders {
+			h := w.byID[id]
+			if w.healthy(h) && (recipient == nil || CountSlots(w.ownedBy[id]) < recipient.selfSlots()) {
+				recipient = h
+			}
+		}
+	}
+	if recipient == nil {
+		return wait(TierStability, "no primary can take orphaned slots", FormatRanges(un)), true
+	}
+	return Action{Kind: KindAddSlots, Tier: TierStability, Reason: "assigning orphaned slots",
+		Detail:   recipient.Name,
+		AddSlots: &AddSlots{Node: recipient.Name, Ranges: un}}, true
+}
+
+// coverage keeps topology, roll and cleanup work off a cluster that does
+// not serve every slot.
+func (w *world) coverage() (Action, bool) {
+	if un := w.unassigned(); len(un) > 0 {
+		return wait(TierStability, "waiting for a new primary to take orphaned slots", FormatRanges(un)), true
+	}
+	return Action{}, false
+}
+
+// joinTier says which work a joining node belongs to.
+func (w *world) joinTier(n *node) Tier {
+	if n.JoinType == JoinShard {
+		return TierTopology
+	}
+	for _, o := range w.shardMembers(n.ShardIndex) {
+		if o.Outdated {
+			return TierUpdate
+		}
+	}
+	return TierStability
+}
+
+// joins walks each Joining node through meet, replicate and activation. A
+// join that cannot progress (pod pending, gossip or sync under way) holds
+// nothing else up: cleanup may be what removes a node that will never be
+// scheduled, and settled reports it when nothing else is left to do.
+func (w *world) joins() (Action, bool) {
+	for _, n := range w.nodes {
+		if !n.joining() || !n.live() {
+			continue
+		}
+		tier := w.joinTier(n)
+		if !w.met(n) {
+			if seed := w.seedFor(n); seed != nil && !connected(n, seed) {
+				return meet(tier, n, seed), true
+			}
+			continue
+		}
+		p := w.designated(n.ShardIndex)
+		switch {
+		case p == n:
+			return markActive(tier, n), true
+		case p == nil || n.selfSlots() > 0 || !w.healthy(p):
+			continue
+		case n.isReplicaOf(p.id):
+			if n.View.LinkUp && n.View.SyncDone {
+				return markActive(tier, n), true
+			}
+		default:
+			return replicate(tier, n, p), true
+		}
+	}
+	return Action{}, false
+}
+
+// replicaCounts reattaches stray replicas and tops every slot-holding shard
+// up to replicasPerShard, the emptiest shard first (§2.1 1.3).
+func (w *world) replicaCounts() (Action, bool) {
+	best, bestReps := -1, 0
+	for _, idx := range w.liveShards() {
+		p := w.designated(idx)
+		if p == nil || p.selfSlots() == 0 {
+			continue
+		}
+		members := w.shardMembers(idx)
+		for _, n := range members {
+			if n == p || n.joining() || !n.live() || !w.met(n) || n.isReplicaOf(p.id) || n.selfSlots() > 0 || !w.healthy(p) {
+				continue
+			}
+			return replicate(TierStability, n, p), true
+		}
+		reps := len(members) - 1
+		if reps < w.in.ReplicasPerShard && (best < 0 || reps < bestReps) {
+			best, bestReps = idx, reps
+		}
+	}
+	if best >= 0 {
+		return createNode(TierStability, best, JoinReplica, "restoring replica count"), true
+	}
+	return Action{}, false
+}
+
+// migrations resumes or waits for slot migrations already under way.
+func (w *world) migrations() (Action, bool) {
+	for _, n := range w.liveNodes() {
+		if n.View.AtomicMigrationInFlight {
+			return wait(TierTopology, "slot migration in progress", n.Name), true
+		}
+	}
+	for _, n := range w.liveNodes() {
+		for _, pair := range []struct {
+			slots    map[int]string
+			outgoing bool
+		}{{n.View.Migrating, true}, {n.View.Importing, false}} {
+			if len(pair.slots) == 0 {
+				continue
+			}
+			first, peer := firstRun(pair.slots)
+			other := w.byID[peer]
+			if other == nil || !other.live() {
+				return wait(TierTopology, "interrupted slot migration involves an unreachable node",
+					fmt.Sprintf("%s slots %s", n.Name, first)), true
+			}
+			from, to := n, other
+			if !pair.outgoing {
+				from, to = other, n
+			}
+			return w.migrate(from, to, first, MigrationClassic, "resuming interrupted slot migration"), true
+		}
+	}
+	return Action{}, false
+}
+
+// firstRun is the lowest contiguous run of slots sharing one peer.
+func firstRun(m map[int]string) (SlotRange, string) {
+	slots := make([]int, 0, len(m))
+	for s := range m {
+		slots = append(slots, s)
+	}
+	slices.Sort(slots)
+	r := SlotRange{Start: slots[0], End: slots[0]}
+	peer := m[slots[0]]
+	for _, s := range slots[1:] {
+		if s != r.End+1 || m[s] != peer {
+			break
+		}
+		r.End = s
+	}
+	return r, peer
+}
+
+func (w *world) migrate(from, to *node, r SlotRange, method MigrationMethod, reason string) Action {
+	return Action{Kind: KindMigrateSlots, Tier: TierTopology, Reason: reason,
+		Detail: fmt.Sprintf("%s -> %s slots %s", from.Name, to.Name, r),
+		MigrateSlots: &MigrateSlots{From: from.Name, FromID: from.id, To: to.Name, ToID: to.id,
+			ToIP: to.Pod.IP, Slots: r, Method: method}}
+}
+
+// departures finishes nodes marked Leaving: hand the primary role away if
+// needed, forget everywhere, delete. Replicas go before primaries so a
+// primary is never forgotten by its own replica.
+func (w *world) departures() (Action, bool) {
+	var leaving []*node
+	for _, n := range w.nodes {
+		if n.leaving() && !n.dead() {
+			leaving = append(leaving, n)
+		}
+	}
+	slices.SortStableFunc(leaving, func(a, b *node) int {
+		return boolFirst(!a.isPrimary(), !b.isPrimary())
+	})
+	var notes noted
+	for _, n := range leaving {
+		tier := w.departureTier(n)
+		if n.selfSlots() > 0 {
+			var to *node
+			for _, r := range w.replicasFollowing(n.id) {
+				if !r.leaving() && !r.Outdated && w.healthy(r) && r.View.LinkUp && r.View.SyncDone {
+					to = r
+					break
+				}
+			}
+			if to == nil {
+				notes.add(wait(tier, "leaving node still holds slots", n.Name))
+				continue
+			}
+			return Action{Kind: KindFailover, Tier: tier, Reason: "moving the primary role off a leaving node",
+				Detail: fmt.Sprintf("%s replaces %s", to.Name, n.Name), Failover: &Failover{Node: to.Name, Mode: FailoverDefault}}, true
+		}
+		if n.id != "" && w.knownByTargets(n.id) {
+			return Action{Kind: KindForget, Tier: tier, Reason: "forgetting leaving node",
+				Detail: n.Name, Forget: &Forget{NodeID: n.id, On: w.forgetTargets(n.id)}}, true
+		}
+		if n.unknown() && n.id == "" {
+			notes.add(waitForPod(tier, n))
+			continue
+		}
+		return Action{Kind: KindDeleteNode, Tier: tier, Reason: "deleting departed node",
+			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
+	}
+	return notes.get()
+}
+
+// retireDrained marks the nodes of a shard emptied by scale-in Leaving, one
+// per tick, replicas first.
+func (w *world) retireDrained() (Action, bool) {
+	shards := w.liveShards()
+	if len(shards) <= w.in.Shards {
+		return Action{}, false
+	}
+	for i := len(shards) - 1; i >= 0; i-- {
+		idx := shards[i]
+		if w.slotsOf(idx) > 0 {
+			continue
+		}
+		members := w.shardMembers(idx)
+		if slices.ContainsFunc(members, func(n *node) bool { return n.selfSlots() > 0 }) {
+			continue
+		}
+		p := w.designated(idx)
+		victim := members[0]
+		for _, n := range members {
+			if n != p {
+				victim = n
+				break
+			}
+		}
+		return markLeaving(TierTopology, victim, "retiring drained shard"), true
+	}
+	return Action{}, false
+}
+
+// moves migrates one batch of slots towards the even distribution over the
+// desired number of shards; on scale-in this drains the smallest shard.
+func (w *world) moves() (Action, bool) {
+	R := w.in.ReplicasPerShard
+	counts := map[int]int{}
+	primaries := map[int]*node{}
+	for _, idx := range w.liveShards() {
+		p := w.designated(idx)
+		if p == nil {
+			continue
+		}
+		primaries[idx] = p
+		counts[idx] = p.selfSlots()
+	}
+	targets := BalanceTargets(counts, w.in.Shards)
+	var list []ShardSlots
+	for idx, p := range primaries {
+		members := w.shardMembers(idx)
+		settled := !slices.ContainsFunc(members, (*node).joining)
+		list = append(list, ShardSlots{
+			Key:    idx,
+			Slots:  p.View.Slots,
+			Target: targets[idx],
+			CanReceive: w.healthy(p) && w.met(p) && settled &&
+				(counts[idx] > 0 || len(members) >= 1+R),
+		})
+	}
+	mv, ok := NextMove(list, w.batch)
+	if !ok {
+		return Action{}, false
+	}
+	method := MigrationClassic
+	if w.in.AtomicMigration {
+		method = MigrationAtomic
+	}
+	return w.migrate(primaries[mv.From], primaries[mv.To], mv.Slots, method, "moving slots towards even distribution"), true
+}
+
+// addShards creates the nodes of new shards, one node per tick, each shard
+// complete before the next is started.
+func (w *world) addShards() (Action, bool) {
+	shards := w.liveShards()
+	if len(shards) > w.in.Shards {
+		return Action{}, false
+	}
+	for _, idx := range shards {
+		if w.slotsOf(idx) == 0 && len(w.shardMembers(idx)) < 1+w.in.ReplicasPerShard {
+			return createNode(TierTopology, idx, JoinShard, "adding shard"), true
+		}
+	}
+	if len(shards) < w.in.Shards {
+		return createNode(TierTopology, w.freeIndex(), JoinShard, "adding shard"), true
+	}
+	return Action{}, false
+}
+
+// roll replaces outdated nodes, one shard at a time in index order (§6.2):
+// add an up-to-date replica, retire an outdated replica whenever the shard
+// is above target, and fail the primary over once onto an up-to-date
+// replica.
+func (w *world) roll() (Action, bool) {
+	target := -1
+	for _, idx := range w.liveShards() {
+		if slices.ContainsFunc(w.shardMembers(idx), func(n *node) bool { return n.Outdated }) {
+			target = idx
+			break
+		}
+	}
+	if target < 0 {
+		return Action{}, false
+	}
+	for _, n := range w.nodes {
+		if n.ShardIndex != target && !n.dead() && (n.joining() || n.leaving()) {
+			return wait(TierUpdate, "waiting for other shards to settle before rolling", n.Name), true
+		}
+	}
+	members := w.shardMembers(target)
+	for _, n := range members {
+		if n.joining() && n.live() {
+			return wait(TierUpdate, "waiting for replacement node to join", n.Name), true
+		}
+		if !n.live() {
+			return waitForPod(TierUpdate, n), true
+		}
+	}
+	p := w.designated(target)
+	if p == nil {
+		return wait(TierUpdate, "no primary in shard", fmt.Sprint(target)), true
+	}
+	var reps, outdated, fresh []*node
+	for _, n := range members {
+		if n == p {
+			continue
+		}
+		reps = append(reps, n)
+		if n.Outdated {
+			outdated = append(outdated, n)
+		} else {
+			fresh = append(fresh, n)
+		}
+	}
+	R := w.in.ReplicasPerShard
+	if len(reps) > R && len(outdated) > 0 {
+		return markLeaving(TierUpdate, outdated[0], "retiring outdated replica"), true
+	}
+	if p.Outdated && len(fresh) > 0 {
+		for _, n := range fresh {
+			if n.isReplicaOf(p.id) && w.healthy(n) && n.View.LinkUp && n.View.SyncDone {
+				return Action{Kind: KindFailover, Tier: TierUpdate, Reason: ReasonRollFailover,
+					Detail:   fmt.Sprintf("%s replaces %s", n.Name, p.Name),
+					Failover: &Failover{Node: n.Name, Mode: FailoverDefault}}, true
+			}
+		}
+		return wait(TierUpdate, "waiting for an up-to-date replica to catch up", fresh[0].Name), true
+	}
+	if len(reps) <= R {
+		return createNode(TierUpdate, target, JoinReplica, "creating replacement node"), true
+	}
+	return wait(TierUpdate, "waiting for shard to settle", fmt.Sprint(target)), true
+}
+
+// cleanup retires surplus replicas, from the shard with the most first.
+func (w *world) cleanup() (Action, bool) {
+	var victim *node
+	most := w.in.ReplicasPerShard
+	for _, idx := range w.liveShards() {
+		p := w.designated(idx)
+		if p == nil || p.selfSlots() == 0 {
+			continue
+		}
+		var reps []*node
+		for _, n := range w.shardMembers(idx) {
+			if n != p {
+				reps = append(reps, n)
+			}
+		}
+		if len(reps) <= most {
+			continue
+		}
+		most = len(reps)
+		slices.SortStableFunc(reps, func(a, b *node) int {
+			return cmp.Or(
+				boolFirst(!a.live(), !b.live()),
+				boolFirst(a.joining(), b.joining()),
+				boolFirst(!(a.View != nil && a.View.SyncDone), !(b.View != nil && b.View.SyncDone)),
+				cmp.Compare(b.Name, a.Name))
+		})
+		victim = reps[0]
+	}
+	if victim == nil {
+		return Action{}, false
+	}
+	return markLeaving(TierCleanup, victim, "removing surplus replica"), true
+}
+
+// settled returns Done when the cluster has exactly its desired shape and
+// every node agrees, else Wait with the first thing missing.
+func (w *world) settled() (Action, bool) {
+	S, R := w.in.Shards, w.in.ReplicasPerShard
+	for _, n := range w.nodes {
+		switch {
+		case n.dead():
+			return wait(TierSteady, "waiting for dead node to be removed", n.Name), true
+		case !n.live():
+			return waitForPod(TierSteady, n), true
+		case n.joining() || n.leaving():
+			return wait(TierSteady, "waiting for node to finish "+string(n.Lifecycle), n.Name), true
+		}
+	}
+	shards := w.liveShards()
+	if len(shards) != S {
+		return wait(TierSteady, "waiting for shard count", fmt.Sprintf("%d of %d", len(shards), S)), true
+	}
+	for _, idx := range shards {
+		p := w.designated(idx)
+		if p == nil || p.selfSlots() == 0 {
+			return wait(TierSteady, "shard has no slot-holding primary", fmt.Sprint(idx)), true
+		}
+		if r := len(w.replicasFollowing(p.id)); r != R || len(w.shardMembers(idx)) != 1+R {
+			return wait(TierSteady, "waiting for replicas", fmt.Sprintf("shard %d has %d, want %d", idx, r, R)), true
+		}
+	}
+	if ok, why := w.formed(); !ok {
+		return wait(TierSteady, "waiting for the cluster to agree", why), true
+	}
+	return done("cluster converged"), true
+}

@@ -1,0 +1,438 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// nd describes one member for the hand-built fixtures below.
+type nd struct {
+	name     string
+	shard    int
+	life     Lifecycle
+	phase    PodPhase
+	unsched  string
+	role     Role
+	primary  string // name of the primary a replica follows
+	slots    []SlotRange
+	outdated bool
+	noView   bool
+}
+
+func id(name string) string { return "id-" + name }
+func ip(name string) string { return "10.1.0." + strings.TrimPrefix(name, "n") }
+
+// mesh builds members that all know each other, with consistent views.
+func mesh(nodes ...nd) []Member {
+	assigned := 0
+	for _, n := range nodes {
+		assigned += CountSlots(n.slots)
+	}
+	var out []Member
+	for _, n := range nodes {
+		if n.life == "" {
+			n.life = LifecycleActive
+		}
+		if n.phase == "" {
+			n.phase = PodRunning
+		}
+		if n.role == "" {
+			n.role = RolePrimary
+		}
+		m := Member{Name: n.name, ShardIndex: n.shard, Lifecycle: n.life, Outdated: n.outdated,
+			NodeID: id(n.name), Pod: Pod{Phase: n.phase, Unschedulable: n.unsched}}
+		if n.phase == PodRunning {
+			m.Pod.IP = ip(n.name)
+		}
+		if n.phase == PodRunning && !n.noView {
+			v := &View{ID: id(n.name), Role: n.role, Slots: n.slots, SlotsAssigned: assigned,
+				ClusterOK: assigned == TotalSlots}
+			if n.role == RoleReplica {
+				v.PrimaryID, v.LinkUp, v.SyncDone = id(n.primary), true, true
+			}
+			for _, o := range nodes {
+				if o.name == n.name || (o.phase != "" && o.phase != PodRunning) {
+					continue
+				}
+				p := Peer{ID: id(o.name), IP: ip(o.name), Role: o.role, Slots: o.slots}
+				if p.Role == "" {
+					p.Role = RolePrimary
+				}
+				if o.role == RoleReplica {
+					p.PrimaryID = id(o.primary)
+				}
+				v.Peers = append(v.Peers, p)
+			}
+			m.View = v
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func member(ms []Member, name string) *Member {
+	for i := range ms {
+		if ms[i].Name == name {
+			return &ms[i]
+		}
+	}
+	panic(name)
+}
+
+// isolate makes name know nobody and nobody know it.
+func isolate(ms []Member, name string) {
+	for i := range ms {
+		v := ms[i].View
+		if v == nil {
+			continue
+		}
+		if ms[i].Name == name {
+			v.Peers = nil
+			continue
+		}
+		v.Peers = slices.DeleteFunc(v.Peers, func(p Peer) bool { return p.ID == id(name) })
+	}
+}
+
+// kill marks name's pod gone and flags it failed in every view.
+func kill(ms []Member, name string, fail bool) {
+	m := member(ms, name)
+	m.Pod.Phase, m.View = PodGone, nil
+	for i := range ms {
+		if v := ms[i].View; v != nil {
+			for j := range v.Peers {
+				if v.Peers[j].ID == id(name) {
+					v.Peers[j].Fail, v.Peers[j].PFail = fail, !fail
+				}
+			}
+		}
+	}
+}
+
+func rs(a, b int) []SlotRange { return []SlotRange{{a, b}} }
+
+func TestBootstrapSteps(t *testing.T) {
+	const S, R = 2, 1
+	joining := func(name string, shard int) nd { return nd{name: name, shard: shard, life: LifecycleJoining} }
+	tests := []struct {
+		name    string
+		members func() []Member
+		want    string
+	}{
+		{"first node goes to shard 0", func() []Member { return nil },
+			`CreateNode shard=0 join="" (creating node: 1 of 4)`},
+		{"next node spreads to shard 1", func() []Member {
+			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, phase: PodPending})
+		}, `CreateNode shard=1 join="" (creating node: 2 of 4)`},
+		{"third node back to shard 0", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1))
+		}, `CreateNode shard=0 join="" (creating node: 3 of 4)`},
+		{"a replica is not over-created", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0))
+		}, `CreateNode shard=1 join="" (creating node: 4 of 4)`},
+		{"waits for every pod", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
+				nd{name: "n4", shard: 1, life: LifecycleJoining, phase: PodPending})
+		}, `Wait (waiting for pod to run: n4)`},
+		{"pod that cannot be scheduled blocks bootstrap", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
+				nd{name: "n4", shard: 1, life: LifecycleJoining, phase: PodPending, unsched: "0/3 nodes available"})
+		}, `Wait (` + ReasonUnschedulable + `: n4: 0/3 nodes available)`},
+		{"pod running but not answering", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
+				nd{name: "n4", shard: 1, life: LifecycleJoining, noView: true})
+		}, `Wait (waiting for node to answer: n4)`},
+		{"meets a stranger through a seed", func() []Member {
+			ms := mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
+			isolate(ms, "n4")
+			return ms
+		}, `Meet node=n4 seed=n1(10.1.0.1) (` + ReasonMeet + `: n4 meets n1)`},
+		{"waits for gossip once introduced", func() []Member {
+			ms := mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
+			isolate(ms, "n4")
+			member(ms, "n4").View.Peers = []Peer{{ID: id("n1"), IP: ip("n1"), Role: RolePrimary}}
+			return ms
+		}, `Wait (waiting for nodes to learn each other: n1)`},
+		{"slots wait for agreement", func() []Member {
+			ms := mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
+			member(ms, "n2").View.SlotsAssigned = 5
+			return ms
+		}, `Wait (waiting for nodes to agree on assigned slots)`},
+		{"first shard gets its contiguous range", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
+		}, `AddSlots node=n1 slots=0-8191 (assigning slots: shard 0)`},
+		{"then the next shard", func() []Member {
+			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
+				joining("n2", 1), joining("n3", 0), joining("n4", 1))
+		}, `AddSlots node=n2 slots=8192-16383 (assigning slots: shard 1)`},
+		{"replica attaches to its shard's primary", func() []Member {
+			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
+				nd{name: "n2", shard: 1, life: LifecycleJoining, slots: rs(8192, 16383)},
+				joining("n3", 0), joining("n4", 1))
+		}, `Replicate node=n3 primary=n1(id-n1) (attaching replica: n3 follows n1)`},
+		{"nodes flip to Active", func() []Member {
+			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
+				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+				nd{name: "n3", shard: 0, role: RoleReplica, primary: "n1"},
+				nd{name: "n4", shard: 1, life: LifecycleJoining, role: RoleReplica, primary: "n2"})
+		}, `MarkActive node=n1 (` + ReasonCompletedJoin + `: n1)`},
+		{"replica waits for initial sync", func() []Member {
+			ms := mesh(nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+				nd{name: "n3", shard: 0, role: RoleReplica, primary: "n1"},
+				nd{name: "n4", shard: 1, life: LifecycleJoining, role: RoleReplica, primary: "n2"})
+			member(ms, "n4").View.SyncDone = false
+			return ms
+		}, `Wait (waiting for initial sync: n4)`},
+		{"formed", func() []Member {
+			return mesh(nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+				nd{name: "n3", shard: 0, role: RoleReplica, primary: "n1"},
+				nd{name: "n4", shard: 1, role: RoleReplica, primary: "n2"})
+		}, `Done (` + ReasonFormed + `)`},
+		{"stale member of a previous incarnation is forgotten", func() []Member {
+			ms := mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
+			v := member(ms, "n2").View
+			v.Peers = append(v.Peers, Peer{ID: "id-old", IP: "10.9.9.9", Role: RolePrimary})
+			return ms
+		}, `Forget id=id-old on=[n1 n2 n3 n4] (forgetting departed node: id-old)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Plan(Input{Shards: S, ReplicasPerShard: R, Creating: true, Members: tt.members()})
+			if got := a.String(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// formed3 is a healthy 3x1 cluster: primaries n1..n3, replicas n4..n6.
+func formed3() []Member {
+	return mesh(
+		nd{name: "n1", shard: 0, slots: rs(0, 5461)},
+		nd{name: "n2", shard: 1, slots: rs(5462, 10922)},
+		nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
+		nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+		nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+		nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"},
+	)
+}
+
+func TestSteadyDecisions(t *testing.T) {
+	tests := []struct {
+		name    string
+		shards  int
+		members func() []Member
+		atomic  bool
+		want    string
+	}{
+		{"converged", 3, formed3, false, "Done (cluster converged)"},
+		{"dead primary, replica, quorum: wait for Valkey", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n1", true)
+			return ms
+		}, false, "Wait (" + ReasonWaitAutoFailover + ": n1)"},
+		{"two dead primaries of three: quorum lost, takeover", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n1", false)
+			kill(ms, "n2", false)
+			return ms
+		}, false, "Failover node=n4 mode=takeover (" + ReasonTakeover + ": n4 replaces n1)"},
+		{"unreachable primary, pod running, not flagged: no action", 3, func() []Member {
+			ms := formed3()
+			member(ms, "n2").View = nil
+			return ms
+		}, false, "Wait (waiting for node to answer: n2)"},
+		{"dead primary without replica is forgotten everywhere", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n6", true)
+			kill(ms, "n3", true)
+			return ms
+		}, false, "Forget id=id-n3 on=[n1 n2 n4 n5] (primary lost with no replica, forgetting it; a fresh primary takes its slots: n3)"},
+		{"dead replica is forgotten, skipping the replicas of nobody", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n5", true)
+			return ms
+		}, false, "Forget id=id-n5 on=[n1 n2 n3 n4 n6] (forgetting departed node: n5)"},
+		{"forgotten dead replica is deleted", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n5", true)
+			for i := range ms {
+				if v := ms[i].View; v != nil {
+					v.Peers = slices.DeleteFunc(v.Peers, func(p Peer) bool { return p.ID == id("n5") })
+				}
+			}
+			return ms
+		}, false, "DeleteNode node=n5 (deleting dead node: n5)"},
+		{"missing replica is recreated in its shard", 3, func() []Member {
+			ms := formed3()
+			ms = slices.DeleteFunc(ms, func(m Member) bool { return m.Name == "n5" })
+			for i := range ms {
+				ms[i].View.Peers = slices.DeleteFunc(ms[i].View.Peers, func(p Peer) bool { return p.ID == id("n5") })
+			}
+			return ms
+		}, false, `CreateNode shard=1 join="replica" (restoring replica count: shard 1)`},
+		{"handshake entries are never forgotten", 3, func() []Member {
+			ms := formed3()
+			v := member(ms, "n1").View
+			v.Peers = append(v.Peers, Peer{ID: "tmp", IP: "10.9.9.9", Handshake: true})
+			return ms
+		}, false, "Done (cluster converged)"},
+		{"unknown ID at the address of a member without ID yet is kept", 3, func() []Member {
+			ms := formed3()
+			ms = append(ms, Member{Name: "n7", ShardIndex: 0, Lifecycle: LifecycleJoining,
+				Pod: Pod{Phase: PodRunning, IP: "10.1.0.7"}})
+			v := member(ms, "n1").View
+			v.Peers = append(v.Peers, Peer{ID: "id-n7", IP: "10.1.0.7", Role: RolePrimary})
+			return ms
+		}, false, "MarkLeaving node=n7 (removing surplus replica: n7)"},
+		{"classic migration left half-done is resumed", 3, func() []Member {
+			ms := formed3()
+			member(ms, "n1").View.Migrating = map[int]string{5460: id("n2"), 5461: id("n2")}
+			member(ms, "n2").View.Importing = map[int]string{5460: id("n1"), 5461: id("n1")}
+			return ms
+		}, true, "MigrateSlots n1->n2 slots=5460-5461 method=classic (resuming interrupted slot migration: n1 -> n2 slots 5460-5461)"},
+		{"atomic migration in flight is waited for", 3, func() []Member {
+			ms := formed3()
+			member(ms, "n3").View.AtomicMigrationInFlight = true
+			return ms
+		}, true, "Wait (slot migration in progress: n3)"},
+		{"scale out starts a new shard", 4, formed3, true,
+			`CreateNode shard=3 join="shard" (adding shard: shard 3)`},
+		{"scale in drains the smallest shard (ties: highest index) into the largest deficit", 2, formed3, true,
+			"MigrateSlots n3->n2 slots=16320-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 16320-16383)"},
+		{"drained shard is retired, replica first", 2, func() []Member {
+			return mesh(
+				nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+				nd{name: "n3", shard: 2},
+				nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+				nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+				nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"})
+		}, true, "MarkLeaving node=n6 (retiring drained shard: n6)"},
+		{"leaving replica is forgotten, then deleted", 2, func() []Member {
+			ms := mesh(
+				nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+				nd{name: "n3", shard: 2, life: LifecycleLeaving},
+				nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+				nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+				nd{name: "n6", shard: 2, life: LifecycleLeaving, role: RoleReplica, primary: "n3"})
+			return ms
+		}, true, "Forget id=id-n6 on=[n1 n2 n3 n4 n5] (forgetting leaving node: n6)"},
+		{"a leaving slot holder hands its role to a replica first", 3, func() []Member {
+			ms := formed3()
+			member(ms, "n1").Lifecycle = LifecycleLeaving
+			return ms
+		}, false, "Failover node=n4 mode=default (moving the primary role off a leaving node: n4 replaces n1)"},
+		{"rolling starts with a replacement in the first shard", 3, func() []Member {
+			ms := formed3()
+			for i := range ms {
+				ms[i].Outdated = true
+			}
+			return ms
+		}, false, `CreateNode shard=0 join="replica" (creating replacement node: shard 0)`},
+		{"outdated primary fails over onto the up-to-date replica", 3, func() []Member {
+			ms := formed3()
+			member(ms, "n1").Outdated = true
+			return ms
+		}, false, "Failover node=n4 mode=default (" + ReasonRollFailover + ": n4 replaces n1)"},
+		{"surplus outdated replica retired before failover", 3, func() []Member {
+			ms := mesh(
+				nd{name: "n1", shard: 0, slots: rs(0, 5461), outdated: true},
+				nd{name: "n2", shard: 1, slots: rs(5462, 10922)},
+				nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
+				nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1", outdated: true},
+				nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+				nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"},
+				nd{name: "n7", shard: 0, role: RoleReplica, primary: "n1"})
+			return ms
+		}, false, "MarkLeaving node=n4 (retiring outdated replica: n4)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Shards: tt.shards, ReplicasPerShard: 1, AtomicMigration: tt.atomic, Members: tt.members()}
+			a := Plan(in)
+			if got := a.String(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanDoesNotMutateInput(t *testing.T) {
+	ms := formed3()
+	kill(ms, "n1", false)
+	kill(ms, "n2", false)
+	before := fmt.Sprintf("%+v", ms)
+	for i := range ms {
+		if ms[i].View != nil {
+			before += fmt.Sprintf("%+v", *ms[i].View)
+		}
+	}
+	in := Input{Shards: 3, ReplicasPerShard: 1, Members: ms}
+	a, b := Plan(in), Plan(in)
+	if a.String() != b.String() {
+		t.Fatalf("not deterministic: %v vs %v", a, b)
+	}
+	after := fmt.Sprintf("%+v", ms)
+	for i := range ms {
+		if ms[i].View != nil {
+			after += fmt.Sprintf("%+v", *ms[i].View)
+		}
+	}
+	if before != after {
+		t.Fatalf("Plan mutated its input")
+	}
+}
+
+func TestInvalidShape(t *testing.T) {
+	if a := Plan(Input{Shards: 0}); a.Kind != KindWait {
+		t.Fatalf("got %v", a)
+	}
+}
+
+func TestDecideState(t *testing.T) {
+	tests := []struct {
+		creating bool
+		a        Action
+		want     State
+	}{
+		{true, Action{Kind: KindCreateNode, Tier: TierBootstrap}, StateCreating},
+		{true, Action{Kind: KindWait, Tier: TierStability}, StateCreating},
+		{true, Action{Kind: KindDone, Tier: TierSteady}, StateActive},
+		{false, Action{Kind: KindDone, Tier: TierSteady}, StateActive},
+		{false, Action{Kind: KindWait, Tier: TierStability}, StateActive},
+		{false, Action{Kind: KindCreateNode, Tier: TierStability}, StateActive},
+		{false, Action{Kind: KindMigrateSlots, Tier: TierTopology}, StateUpdating},
+		{false, Action{Kind: KindFailover, Tier: TierUpdate}, StateUpdating},
+		{false, Action{Kind: KindMarkLeaving, Tier: TierCleanup}, StateUpdating},
+	}
+	for _, tt := range tests {
+		if got := DecideState(tt.creating, tt.a); got != tt.want {
+			t.Errorf("DecideState(%v, %v) = %s, want %s", tt.creating, tt.a, got, tt.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	ms := formed3()
+	kill(ms, "n6", true)
+	s := Summarize(Input{Shards: 3, ReplicasPerShard: 1, Members: ms})
+	if s.Shards != 3 || s.Nodes != 6 || s.ReadyNodes != 5 || s.SlotsAssigned != TotalSlots {
+		t.Fatalf("summary %+v", s)
+	}
+	if len(s.Shard) != 3 {
+		t.Fatalf("shards %+v", s.Shard)
+	}
+	got := fmt.Sprintf("%+v", s.Shard[0])
+	if want := "{Index:0 Primary:n1 Replicas:[n4] Slots:[0-5461] SlotCount:5462}"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if len(s.Shard[2].Replicas) != 0 {
+		t.Errorf("dead replica listed: %+v", s.Shard[2])
+	}
+}

@@ -1,0 +1,221 @@
+package topology
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// SlotRange is an inclusive range of hash slots.
+type SlotRange struct {
+	Start int
+	End   int
+}
+
+// Count is the number of slots in r.
+func (r SlotRange) Count() int { return r.End - r.Start + 1 }
+
+// String formats r as CLUSTER NODES does: "0-5460", or "42" for one slot.
+func (r SlotRange) String() string {
+	if r.Start == r.End {
+		return strconv.Itoa(r.Start)
+	}
+	return strconv.Itoa(r.Start) + "-" + strconv.Itoa(r.End)
+}
+
+// CountSlots is the number of slots covered by rs, which must not overlap.
+func CountSlots(rs []SlotRange) int {
+	n := 0
+	for _, r := range rs {
+		n += r.Count()
+	}
+	return n
+}
+
+// FormatRanges joins rs as "0-99,200-299".
+func FormatRanges(rs []SlotRange) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// NormalizeRanges sorts rs and merges overlapping or adjacent ranges.
+func NormalizeRanges(rs []SlotRange) []SlotRange {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := slices.Clone(rs)
+	slices.SortFunc(out, func(a, b SlotRange) int { return a.Start - b.Start })
+	merged := out[:1]
+	for _, r := range out[1:] {
+		last := &merged[len(merged)-1]
+		if r.Start <= last.End+1 {
+			last.End = max(last.End, r.End)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	return merged
+}
+
+// rangesOf turns a per-slot predicate into sorted maximal ranges.
+func rangesOf(in func(slot int) bool) []SlotRange {
+	var out []SlotRange
+	for s := 0; s < TotalSlots; s++ {
+		if !in(s) {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].End == s-1 {
+			out[n-1].End = s
+			continue
+		}
+		out = append(out, SlotRange{Start: s, End: s})
+	}
+	return out
+}
+
+// EvenCounts splits TotalSlots over n shards: the first TotalSlots mod n
+// shards get one slot more than the rest.
+func EvenCounts(n int) []int {
+	if n <= 0 {
+		return nil
+	}
+	counts := make([]int, n)
+	for i := range counts {
+		counts[i] = TotalSlots / n
+		if i < TotalSlots%n {
+			counts[i]++
+		}
+	}
+	return counts
+}
+
+// EvenPlan gives each of n shard positions one contiguous range, in order,
+// sized by EvenCounts.
+func EvenPlan(n int) []SlotRange {
+	if n <= 0 {
+		return nil
+	}
+	counts := EvenCounts(n)
+	plan := make([]SlotRange, len(counts))
+	start := 0
+	for i, c := range counts {
+		plan[i] = SlotRange{Start: start, End: start + c - 1}
+		start += c
+	}
+	return plan
+}
+
+// BalanceTargets decides how many slots each existing shard should end up
+// with when the cluster is to have `shards` shards. counts maps a shard key
+// (the shard index) to the slots it holds now.
+//
+// With more existing shards than wanted, the shards holding the most slots
+// are kept (ties: lower key) and the rest get 0, so the fewest slots move.
+// Kept shards take EvenCounts(shards) in ascending key order; with fewer
+// existing shards than wanted, the remaining shares belong to shards not
+// created yet.
+func BalanceTargets(counts map[int]int, shards int) map[int]int {
+	keys := sortedKeys(counts)
+	keep := slices.Clone(keys)
+	if len(keep) > shards {
+		slices.SortStableFunc(keep, func(a, b int) int { return counts[b] - counts[a] })
+		keep = keep[:max(shards, 0)]
+		slices.Sort(keep)
+	}
+	even := EvenCounts(shards)
+	targets := make(map[int]int, len(keys))
+	for _, k := range keys {
+		targets[k] = 0
+	}
+	for i, k := range keep {
+		targets[k] = even[i]
+	}
+	return targets
+}
+
+// ShardSlots is one shard's input to NextMove.
+type ShardSlots struct {
+	Key    int
+	Slots  []SlotRange
+	Target int
+	// CanReceive: the shard may be the destination of a move now.
+	CanReceive bool
+}
+
+// Move is one batch of slots to migrate between two shards.
+type Move struct {
+	From  int
+	To    int
+	Slots SlotRange
+}
+
+// NextMove picks the next batch of at most batch slots that brings the
+// shards closer to their targets. A shard being drained (target 0) is
+// emptied first, the one with the fewest slots before the others, so it can
+// be retired as early as possible; otherwise slots go from the shard with
+// the largest surplus. The destination is the receivable shard with the
+// largest deficit. Ties go to the lower key, except among drained shards,
+// where the higher key goes first. The batch is one contiguous range taken
+// from the top of the source's slots, keeping what remains contiguous.
+func NextMove(shards []ShardSlots, batch int) (Move, bool) {
+	if batch <= 0 {
+		batch = DefaultBatchSize
+	}
+	sorted := slices.Clone(shards)
+	slices.SortFunc(sorted, func(a, b ShardSlots) int { return a.Key - b.Key })
+
+	var src *ShardSlots
+	for i := range sorted {
+		s := &sorted[i]
+		n := CountSlots(s.Slots)
+		if s.Target != 0 || n == 0 {
+			continue
+		}
+		if src == nil || n <= CountSlots(src.Slots) {
+			src = s
+		}
+	}
+	if src == nil {
+		best := 0
+		for i := range sorted {
+			s := &sorted[i]
+			if surplus := CountSlots(s.Slots) - s.Target; surplus > best {
+				best, src = surplus, s
+			}
+		}
+	}
+	if src == nil {
+		return Move{}, false
+	}
+	var dst *ShardSlots
+	best := 0
+	for i := range sorted {
+		s := &sorted[i]
+		if s.Key == src.Key || !s.CanReceive {
+			continue
+		}
+		if deficit := s.Target - CountSlots(s.Slots); deficit > best {
+			best, dst = deficit, s
+		}
+	}
+	if dst == nil {
+		return Move{}, false
+	}
+	n := min(batch, CountSlots(src.Slots)-src.Target, best)
+	owned := NormalizeRanges(src.Slots)
+	top := owned[len(owned)-1]
+	r := SlotRange{Start: max(top.Start, top.End-n+1), End: top.End}
+	return Move{From: src.Key, To: dst.Key, Slots: r}, true
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,127 @@
+package topology
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestEvenPlan(t *testing.T) {
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{1, "[0-16383]"},
+		{2, "[0-8191 8192-16383]"},
+		{3, "[0-5461 5462-10922 10923-16383]"},
+		{5, "[0-3276 3277-6553 6554-9830 9831-13107 13108-16383]"},
+	}
+	for _, tt := range tests {
+		plan := EvenPlan(tt.n)
+		if got := fmt.Sprint(plan); got != tt.want {
+			t.Errorf("EvenPlan(%d) = %s, want %s", tt.n, got, tt.want)
+		}
+		if CountSlots(plan) != TotalSlots {
+			t.Errorf("EvenPlan(%d) covers %d slots", tt.n, CountSlots(plan))
+		}
+	}
+	if EvenPlan(0) != nil || EvenCounts(-1) != nil {
+		t.Errorf("no shards, no plan")
+	}
+}
+
+func TestEvenCounts(t *testing.T) {
+	for n := 1; n <= 100; n++ {
+		c := EvenCounts(n)
+		sum := 0
+		for i, v := range c {
+			sum += v
+			if i > 0 && v > c[i-1] {
+				t.Fatalf("EvenCounts(%d) not front-loaded: %v", n, c)
+			}
+		}
+		if sum != TotalSlots || c[0]-c[n-1] > 1 {
+			t.Fatalf("EvenCounts(%d) = %v", n, c)
+		}
+	}
+}
+
+func TestNormalizeAndFormat(t *testing.T) {
+	got := NormalizeRanges([]SlotRange{{10, 20}, {0, 5}, {6, 9}, {30, 30}, {15, 25}})
+	if FormatRanges(got) != "0-25,30" {
+		t.Errorf("got %s", FormatRanges(got))
+	}
+	if NormalizeRanges(nil) != nil {
+		t.Errorf("nil in, nil out")
+	}
+}
+
+func TestBalanceTargets(t *testing.T) {
+	tests := []struct {
+		name   string
+		counts map[int]int
+		shards int
+		want   string
+	}{
+		{"scale out keeps shares for shards to come", map[int]int{0: 5462, 1: 5461, 2: 5461}, 5,
+			"map[0:3277 1:3277 2:3277]"},
+		{"scale in keeps the fullest", map[int]int{0: 3000, 1: 4000, 2: 3384, 3: 6000}, 2,
+			"map[0:0 1:8192 2:0 3:8192]"},
+		{"ties keep the lower index", map[int]int{0: 4096, 1: 4096, 2: 4096, 3: 4096}, 3,
+			"map[0:5462 1:5461 2:5461 3:0]"},
+		{"balanced stays", map[int]int{0: 8192, 1: 8192}, 2, "map[0:8192 1:8192]"},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(BalanceTargets(tt.counts, tt.shards)); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestNextMove(t *testing.T) {
+	r := func(a, b int) []SlotRange { return []SlotRange{{a, b}} }
+	tests := []struct {
+		name   string
+		shards []ShardSlots
+		batch  int
+		want   string
+	}{
+		{"largest surplus to largest deficit", []ShardSlots{
+			{Key: 0, Slots: r(0, 5461), Target: 4096, CanReceive: true},
+			{Key: 1, Slots: r(5462, 10922), Target: 4096, CanReceive: true},
+			{Key: 2, Slots: r(10923, 16383), Target: 4096, CanReceive: true},
+			{Key: 3, Target: 4096, CanReceive: true},
+		}, 64, "{0 3 5398-5461}"},
+		{"batch shrinks to the deficit", []ShardSlots{
+			{Key: 0, Slots: r(0, 8199), Target: 8192, CanReceive: true},
+			{Key: 1, Slots: r(8200, 16383), Target: 8192, CanReceive: true},
+		}, 64, "{0 1 8192-8199}"},
+		{"drain the smallest first", []ShardSlots{
+			{Key: 0, Slots: r(0, 5999), Target: 8192, CanReceive: true},
+			{Key: 1, Slots: r(6000, 9999), Target: 8192, CanReceive: true},
+			{Key: 2, Slots: r(10000, 12999), Target: 0},
+			{Key: 3, Slots: r(13000, 16383), Target: 0},
+		}, 64, "{2 1 12936-12999}"},
+		{"no receiver", []ShardSlots{
+			{Key: 0, Slots: r(0, 16383), Target: 8192, CanReceive: true},
+			{Key: 1, Target: 8192},
+		}, 64, "none"},
+		{"balanced", []ShardSlots{
+			{Key: 0, Slots: r(0, 8191), Target: 8192, CanReceive: true},
+			{Key: 1, Slots: r(8192, 16383), Target: 8192, CanReceive: true},
+		}, 64, "none"},
+		{"batch limited to the top range", []ShardSlots{
+			{Key: 0, Slots: []SlotRange{{0, 8000}, {9000, 9009}}, Target: 4000, CanReceive: true},
+			{Key: 1, Target: 4000, CanReceive: true},
+		}, 64, "{0 1 9000-9009}"},
+	}
+	for _, tt := range tests {
+		mv, ok := NextMove(tt.shards, tt.batch)
+		got := "none"
+		if ok {
+			got = fmt.Sprint(mv)
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

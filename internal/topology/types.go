@@ -1,0 +1,139 @@
+package topology
+
+// TotalSlots is the number of hash slots in a Valkey cluster.
+const TotalSlots = 16384
+
+// DefaultBatchSize is the number of slots moved per tick when Input.BatchSize
+// is not set.
+const DefaultBatchSize = 64
+
+// Lifecycle mirrors ValkeyNode.spec.lifecycle.
+type Lifecycle string
+
+const (
+	LifecycleJoining Lifecycle = "Joining"
+	LifecycleActive  Lifecycle = "Active"
+	LifecycleLeaving Lifecycle = "Leaving"
+)
+
+// JoinType mirrors the valkey.gomomento.com/join-type label. Nodes created
+// during bootstrap carry none.
+type JoinType string
+
+const (
+	JoinNone    JoinType = ""
+	JoinReplica JoinType = "replica"
+	JoinPrimary JoinType = "primary"
+	JoinShard   JoinType = "shard"
+)
+
+// PodPhase is what the planner needs to know about a node's pod.
+type PodPhase string
+
+const (
+	// PodAbsent: no pod object exists. For a Joining node this means the node
+	// controller has not created it yet; for any other node the pod is gone
+	// for good, because pods are created once and never restarted.
+	PodAbsent PodPhase = ""
+	// PodPending: created but not running yet (scheduling, pulling, starting).
+	PodPending PodPhase = "Pending"
+	// PodRunning: the container runs and the pod has an IP.
+	PodRunning PodPhase = "Running"
+	// PodGone: the pod terminated (Failed or Succeeded) or is being deleted.
+	PodGone PodPhase = "Gone"
+)
+
+// Role is a node's role in Valkey's topology.
+type Role string
+
+const (
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
+)
+
+// Input is everything Plan looks at.
+type Input struct {
+	// Shards and ReplicasPerShard are the desired shape (during Creating, the
+	// bootstrap target).
+	Shards           int
+	ReplicasPerShard int
+	// Creating selects the bootstrap procedure: the cluster has never been
+	// formed. Once it has, pass false for good, including after Invalid.
+	Creating bool
+	// AtomicMigration is true when every node runs Valkey >= 9.0 and slot
+	// moves can use CLUSTER MIGRATESLOTS.
+	AtomicMigration bool
+	// BatchSize caps the slots moved by one MigrateSlots; <= 0 means
+	// DefaultBatchSize.
+	BatchSize int
+	// Members are the cluster's ValkeyNodes, in any order.
+	Members []Member
+}
+
+// Member is one ValkeyNode with its pod and, when reachable, its Valkey view.
+type Member struct {
+	// Name of the ValkeyNode (and of its pod).
+	Name       string
+	ShardIndex int
+	Lifecycle  Lifecycle
+	JoinType   JoinType
+	// Outdated: the node's spec differs from the freshly resolved one.
+	Outdated bool
+	// NodeID is the Valkey node ID last recorded for this node (status), used
+	// to recognise it in peers' views when it cannot be asked itself.
+	NodeID string
+	Pod    Pod
+	// View is nil when the node could not be asked this tick.
+	View *View
+}
+
+// Pod is the observed state of a member's pod.
+type Pod struct {
+	Phase PodPhase
+	IP    string
+	// Unschedulable carries the scheduler's reason when a pending pod cannot
+	// be placed.
+	Unschedulable string
+}
+
+// View is one node's answer about itself and the cluster (CLUSTER NODES,
+// CLUSTER INFO, INFO REPLICATION and, on Valkey 9, CLUSTER GETSLOTMIGRATIONS).
+type View struct {
+	ID        string
+	Role      Role
+	PrimaryID string
+	// Slots this node serves as a primary.
+	Slots []SlotRange
+	// ClusterOK is cluster_state:ok.
+	ClusterOK bool
+	// SlotsAssigned is cluster_slots_assigned as this node sees it.
+	SlotsAssigned int
+	// Peers are the other nodes this node knows (not itself).
+	Peers []Peer
+	// LinkUp: replica with master_link_status:up.
+	LinkUp bool
+	// SyncDone: replica whose initial sync has completed.
+	SyncDone bool
+	// ReplOffset is the replication offset, used to pick the most caught-up
+	// replica for a forced takeover.
+	ReplOffset int64
+	// Migrating and Importing are classic (SETSLOT) migrations: slot -> peer
+	// node ID.
+	Migrating map[int]string
+	Importing map[int]string
+	// AtomicMigrationInFlight: a CLUSTER MIGRATESLOTS job that involves this
+	// node has not finished.
+	AtomicMigrationInFlight bool
+}
+
+// Peer is one line of a node's CLUSTER NODES other than its own.
+type Peer struct {
+	ID        string
+	IP        string
+	Role      Role
+	PrimaryID string
+	Slots     []SlotRange
+	Fail      bool
+	PFail     bool
+	Handshake bool
+}

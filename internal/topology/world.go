@@ -1,0 +1,432 @@
+package topology
+
+import (
+	"cmp"
+	"slices"
+)
+
+// node is a Member plus what the planner derives about it.
+type node struct {
+	*Member
+	id string
+	// peers are the non-handshake entries of its view, by ID.
+	peers map[string]*Peer
+	// handshakeIPs are addresses it is still handshaking with.
+	handshakeIPs map[string]bool
+}
+
+// live: its pod runs and it answered this tick.
+func (n *node) live() bool { return n.Pod.Phase == PodRunning && n.View != nil }
+
+// dead: its process is gone for good (pods are never restarted).
+func (n *node) dead() bool {
+	return n.Pod.Phase == PodGone || (n.Pod.Phase == PodAbsent && n.Lifecycle != LifecycleJoining)
+}
+
+// pending: not running yet.
+func (n *node) pending() bool {
+	return n.Pod.Phase == PodPending || (n.Pod.Phase == PodAbsent && n.Lifecycle == LifecycleJoining)
+}
+
+// unknown: its pod runs but it did not answer.
+func (n *node) unknown() bool { return n.Pod.Phase == PodRunning && n.View == nil }
+
+func (n *node) leaving() bool { return n.Lifecycle == LifecycleLeaving }
+func (n *node) joining() bool { return n.Lifecycle == LifecycleJoining }
+
+func (n *node) knows(id string) bool {
+	if id == "" || n.peers == nil {
+		return false
+	}
+	_, ok := n.peers[id]
+	return ok
+}
+
+func (n *node) isReplicaOf(id string) bool {
+	return n.View != nil && n.View.Role == RoleReplica && n.View.PrimaryID == id && id != ""
+}
+
+func (n *node) isPrimary() bool { return n.View != nil && n.View.Role == RolePrimary }
+
+func (n *node) selfSlots() int {
+	if n.View == nil || n.View.Role != RolePrimary {
+		return 0
+	}
+	return CountSlots(n.View.Slots)
+}
+
+// world is the derived picture Plan reasons about.
+type world struct {
+	in       Input
+	nodes    []*node // sorted by shard index, then name
+	byName   map[string]*node
+	byID     map[string]*node
+	owner    []string // slot -> owner node ID, "" when unassigned
+	ownedBy  map[string][]SlotRange
+	holders  []string // IDs owning slots, sorted
+	failFlag map[string]bool
+	// pfailFlag: flagged fail or pfail by every live node that knows it.
+	pfailAll map[string]bool
+	batch    int
+}
+
+func newWorld(in Input) *world {
+	w := &world{
+		in:       in,
+		byName:   map[string]*node{},
+		byID:     map[string]*node{},
+		owner:    make([]string, TotalSlots),
+		ownedBy:  map[string][]SlotRange{},
+		failFlag: map[string]bool{},
+		pfailAll: map[string]bool{},
+		batch:    in.BatchSize,
+	}
+	if w.batch <= 0 {
+		w.batch = DefaultBatchSize
+	}
+	for i := range in.Members {
+		m := in.Members[i]
+		n := &node{Member: &m, id: m.NodeID}
+		if m.View != nil {
+			if m.View.ID != "" {
+				n.id = m.View.ID
+			}
+			n.peers = map[string]*Peer{}
+			n.handshakeIPs = map[string]bool{}
+			for j := range m.View.Peers {
+				p := &m.View.Peers[j]
+				if p.Handshake || p.ID == "" {
+					n.handshakeIPs[p.IP] = true
+					continue
+				}
+				n.peers[p.ID] = p
+			}
+		}
+		w.nodes = append(w.nodes, n)
+		w.byName[m.Name] = n
+	}
+	slices.SortFunc(w.nodes, func(a, b *node) int {
+		return cmp.Or(cmp.Compare(a.ShardIndex, b.ShardIndex), cmp.Compare(a.Name, b.Name))
+	})
+	// A live node's own ID wins over a stale record on another member.
+	for _, n := range w.nodes {
+		if n.id != "" && !n.live() {
+			if _, taken := w.byID[n.id]; !taken {
+				w.byID[n.id] = n
+			}
+		}
+	}
+	for _, n := range w.nodes {
+		if n.id != "" && n.live() {
+			w.byID[n.id] = n
+		}
+	}
+
+	// Slot ownership: every live node is authoritative about itself; for
+	// nodes that cannot speak, take what the live nodes say about them.
+	live := w.liveNodes()
+	for _, n := range live {
+		if n.View.Role != RolePrimary {
+			continue
+		}
+		for _, r := range n.View.Slots {
+			for s := max(r.Start, 0); s <= min(r.End, TotalSlots-1); s++ {
+				w.owner[s] = n.id
+			}
+		}
+	}
+	for _, n := range live {
+		for _, id := range sortedPeerIDs(n) {
+			p := n.peers[id]
+			if other := w.byID[id]; other != nil && other.live() {
+				continue
+			}
+			if p.Role == RoleReplica {
+				continue
+			}
+			for _, r := range p.Slots {
+				for s := max(r.Start, 0); s <= min(r.End, TotalSlots-1); s++ {
+					if w.owner[s] == "" {
+						w.owner[s] = id
+					}
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for s, id := range w.owner {
+		if id == "" {
+			continue
+		}
+		if !seen[id] {
+			seen[id] = true
+			w.holders = append(w.holders, id)
+		}
+		rs := w.ownedBy[id]
+		if k := len(rs); k > 0 && rs[k-1].End == s-1 {
+			rs[k-1].End = s
+		} else {
+			rs = append(rs, SlotRange{Start: s, End: s})
+		}
+		w.ownedBy[id] = rs
+	}
+	slices.Sort(w.holders)
+
+	// Failure flags as the live nodes report them.
+	knowers := map[string]int{}
+	suspects := map[string]int{}
+	for _, n := range live {
+		for id, p := range n.peers {
+			knowers[id]++
+			if p.Fail {
+				w.failFlag[id] = true
+			}
+			if p.Fail || p.PFail {
+				suspects[id]++
+			}
+		}
+	}
+	for id, k := range knowers {
+		if k > 0 && suspects[id] == k {
+			w.pfailAll[id] = true
+		}
+	}
+	return w
+}
+
+func sortedPeerIDs(n *node) []string {
+	ids := make([]string, 0, len(n.peers))
+	for id := range n.peers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (w *world) liveNodes() []*node {
+	var out []*node
+	for _, n := range w.nodes {
+		if n.live() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// healthy: live and not declared failed by the cluster.
+func (w *world) healthy(n *node) bool { return n != nil && n.live() && !w.failFlag[n.id] }
+
+// members of a shard index that count as belonging to it: not leaving, not
+// dead.
+func (w *world) shardMembers(idx int) []*node {
+	var out []*node
+	for _, n := range w.nodes {
+		if n.ShardIndex == idx && !n.leaving() && !n.dead() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// liveShards are the shard indices with at least one member that is neither
+// leaving nor dead, ascending.
+func (w *world) liveShards() []int {
+	var out []int
+	for _, n := range w.nodes {
+		if !n.leaving() && !n.dead() && !slices.Contains(out, n.ShardIndex) {
+			out = append(out, n.ShardIndex)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// freeIndex is the lowest shard index no member uses.
+func (w *world) freeIndex() int {
+	used := map[int]bool{}
+	for _, n := range w.nodes {
+		used[n.ShardIndex] = true
+	}
+	i := 0
+	for used[i] {
+		i++
+	}
+	return i
+}
+
+// core are the nodes whose views must agree: live and not leaving.
+func (w *world) core() []*node {
+	var out []*node
+	for _, n := range w.nodes {
+		if n.live() && !n.leaving() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// met: n and every other core node know each other.
+func (w *world) met(n *node) bool {
+	if !n.live() {
+		return false
+	}
+	for _, o := range w.core() {
+		if o == n {
+			continue
+		}
+		if !o.knows(n.id) || !n.knows(o.id) {
+			return false
+		}
+	}
+	return true
+}
+
+// connected: n and seed have at least started to know each other.
+func connected(n, seed *node) bool {
+	return seed.knows(n.id) || n.knows(seed.id) ||
+		seed.handshakeIPs[n.Pod.IP] || n.handshakeIPs[seed.Pod.IP]
+}
+
+// seedFor picks the core node that knows the most peers, preferring Active
+// ones, to introduce n to the cluster.
+func (w *world) seedFor(n *node) *node {
+	var best *node
+	for _, o := range w.core() {
+		if o == n {
+			continue
+		}
+		if best == nil || len(o.peers) > len(best.peers) ||
+			(len(o.peers) == len(best.peers) && !o.joining() && best.joining()) {
+			best = o
+		}
+	}
+	return best
+}
+
+// slotsAgree: every core node reports the same cluster_slots_assigned. A
+// node still joining counts only once it has met everyone; until then its
+// view of the slots is naturally empty.
+func (w *world) slotsAgree() bool {
+	first := -1
+	for _, n := range w.core() {
+		if n.joining() && !w.met(n) {
+			continue
+		}
+		if first < 0 {
+			first = n.View.SlotsAssigned
+		}
+		if n.View.SlotsAssigned != first {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *world) unassigned() []SlotRange {
+	return rangesOf(func(s int) bool { return w.owner[s] == "" })
+}
+
+func (w *world) slotsOf(idx int) int {
+	n := 0
+	for _, id := range w.holders {
+		if h := w.byID[id]; h != nil && h.ShardIndex == idx {
+			n += CountSlots(w.ownedBy[id])
+		}
+	}
+	return n
+}
+
+// designated is the node that is, or is to become, the primary of shard idx:
+// the live slot holder; else a live primary that already has replicas; else
+// the first met live primary, Active before Joining.
+func (w *world) designated(idx int) *node {
+	var cands []*node
+	for _, n := range w.shardMembers(idx) {
+		if n.live() && n.isPrimary() {
+			cands = append(cands, n)
+		}
+	}
+	var best *node
+	for _, n := range cands {
+		if s := n.selfSlots(); s > 0 && (best == nil || s > best.selfSlots()) {
+			best = n
+		}
+	}
+	if best != nil {
+		return best
+	}
+	bestReps := 0
+	for _, n := range cands {
+		if r := len(w.replicasFollowing(n.id)); r > bestReps {
+			best, bestReps = n, r
+		}
+	}
+	if best != nil {
+		return best
+	}
+	for _, n := range cands {
+		if !w.met(n) {
+			continue
+		}
+		if best == nil || (best.joining() && !n.joining()) {
+			best = n
+		}
+	}
+	return best
+}
+
+// replicasFollowing are the live nodes that replicate id.
+func (w *world) replicasFollowing(id string) []*node {
+	var out []*node
+	for _, n := range w.nodes {
+		if n.live() && n.isReplicaOf(id) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// forgetTargets are the live nodes that can be told to forget id.
+func (w *world) forgetTargets(id string) []string {
+	var out []string
+	for _, n := range w.liveNodes() {
+		if n.id == id || n.isReplicaOf(id) {
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// knownByTargets: some node that can forget id still knows it.
+func (w *world) knownByTargets(id string) bool {
+	for _, name := range w.forgetTargets(id) {
+		if w.byName[name].knows(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// quorum: a majority of slot-holding primaries is healthy.
+func (w *world) quorum() bool {
+	ok := 0
+	for _, id := range w.holders {
+		if w.healthy(w.byID[id]) {
+			ok++
+		}
+	}
+	return 2*ok > len(w.holders)
+}
+
+// allAgree: every core node knows every other one, reports every slot
+// assigned and cluster_state ok.
+func (w *world) allAgree() bool {
+	for _, n := range w.core() {
+		if !w.met(n) || n.View.SlotsAssigned != TotalSlots || !n.View.ClusterOK {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/topology"
+)
+
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// createMenu creates an image and a config for Valkey 8 named after suffix.
+func createMenu(t *testing.T, suffix string) string {
+	t.Helper()
+	ctx := context.Background()
+	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8-" + suffix},
+		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
+	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "standard-" + suffix},
+		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Valkey: map[string]string{"maxmemory": "64mb"}}}
+	for _, o := range []client.Object{img, cfg} {
+		if err := k8sClient.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	return cfg.Name
+}
+
+func getCluster(t *testing.T, key client.ObjectKey) *valkeyv1.ValkeyCluster {
+	t.Helper()
+	var vc valkeyv1.ValkeyCluster
+	if err := k8sClient.Get(context.Background(), key, &vc); err != nil {
+		t.Fatalf("get cluster %s: %v", key, err)
+	}
+	return &vc
+}
+
+// waitActive waits until the cluster is Active with every slot assigned and
+// exactly the expected members.
+func waitActive(t *testing.T, key client.ObjectKey, shards, replicas int, timeout time.Duration) *valkeyv1.ValkeyCluster {
+	t.Helper()
+	var vc *valkeyv1.ValkeyCluster
+	eventually(t, timeout, fmt.Sprintf("%s Active with %dx%d", key, shards, replicas), func() error {
+		vc = getCluster(t, key)
+		s := vc.Status
+		if s.State != valkeyv1.StateActive {
+			return fmt.Errorf("state %q (%s); conditions %v", s.State, s.Message, conditionSummary(vc))
+		}
+		if s.SlotsAssigned != topology.TotalSlots {
+			return fmt.Errorf("%d slots assigned", s.SlotsAssigned)
+		}
+		if int(s.Shards) != shards || len(s.Nodes) != shards*(1+replicas) {
+			return fmt.Errorf("%d shards, %d nodes", s.Shards, len(s.Nodes))
+		}
+		return nil
+	})
+	for _, sh := range vc.Status.ShardStatuses {
+		if len(sh.Replicas) != replicas {
+			t.Fatalf("shard %d has %d replicas, want %d", sh.Index, len(sh.Replicas), replicas)
+		}
+	}
+	return vc
+}
+
+func conditionSummary(vc *valkeyv1.ValkeyCluster) []string {
+	var out []string
+	for _, c := range vc.Status.Conditions {
+		out = append(out, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return out
+}
+
+// clusterClient is a cluster-aware client. With caPEM set it speaks TLS and
+// verifies every node against the CA with the name it was redirected to.
+func clusterClient(t *testing.T, seed string, caPEM []byte) valkey.Client {
+	t.Helper()
+	opt := valkey.ClientOption{
+		InitAddress:  []string{seed},
+		DisableCache: true,
+		DialCtxFn: func(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			conn, err := local.Runtime.DialContext(ctx, "tcp", dst)
+			if err != nil || caPEM == nil {
+				return conn, err
+			}
+			host, _, _ := net.SplitHostPort(dst)
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(caPEM)
+			tc := tls.Client(conn, &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12})
+			if err := tc.HandshakeContext(ctx); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return tc, nil
+		},
+	}
+	if caPEM != nil {
+		// valkey-go picks the nodes' TLS ports from the topology only when it
+		// is told the connections are TLS; DialCtxFn does the handshake.
+		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	c, err := valkey.NewClient(opt)
+	if err != nil {
+		t.Fatalf("connecting a cluster client to %s: %v", seed, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// writeKeys writes n keys and returns them with their values.
+func writeKeys(t *testing.T, c valkey.Client, prefix string, n int) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	want := make(map[string]string, n)
+	for i := range n {
+		k, v := fmt.Sprintf("%s:%d", prefix, i), fmt.Sprintf("value-%d", i)
+		if err := c.Do(ctx, c.B().Set().Key(k).Value(v).Build()).Error(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		want[k] = v
+	}
+	return want
+}
+
+func checkKeys(t *testing.T, c valkey.Client, want map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	for k, v := range want {
+		got, err := c.Do(ctx, c.B().Get().Key(k).Build()).ToString()
+		if err != nil || got != v {
+			t.Fatalf("GET %s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+}

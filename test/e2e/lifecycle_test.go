@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/localkube"
+	"github.com/gomomento/valkey-operator/internal/testcerts"
+)
+
+// A plaintext cluster forms, serves every slot, keeps data, and is removed
+// whole when deleted.
+func TestPlaintextClusterLifecycle(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "plain")
+	cfg := createMenu(t, "plain")
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: "cache"},
+		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 3, ReplicasPerShard: 1},
+	}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got := waitActive(t, client.ObjectKeyFromObject(vc), 3, 1, 3*time.Minute)
+	t.Logf("3x1 plaintext cluster Active after %s", time.Since(start).Round(time.Millisecond))
+
+	seed := "cache.plain.svc.cluster.local:6379"
+	c := clusterClient(t, seed, nil)
+	data := writeKeys(t, c, "plain", 1000)
+	checkKeys(t, c, data)
+
+	// Every pod is a real valkey-server with its own address.
+	seen := map[string]bool{}
+	for _, name := range got.Status.Nodes {
+		var pod corev1.Pod
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: "plain", Name: name}, &pod); err != nil {
+			t.Fatalf("pod of node %s: %v", name, err)
+		}
+		if pod.Status.PodIP == "" || seen[pod.Status.PodIP] {
+			t.Fatalf("pod %s has no or a duplicate address %q", name, pod.Status.PodIP)
+		}
+		seen[pod.Status.PodIP] = true
+	}
+
+	if err := k8sClient.Delete(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "cluster and its pods to be gone", func() error {
+		var pods corev1.PodList
+		if err := k8sClient.List(ctx, &pods, client.InNamespace("plain")); err != nil {
+			return err
+		}
+		var nodes valkeyv1.ValkeyNodeList
+		if err := k8sClient.List(ctx, &nodes, client.InNamespace("plain")); err != nil {
+			return err
+		}
+		if len(pods.Items)+len(nodes.Items) > 0 {
+			return fmt.Errorf("%d pods and %d ValkeyNodes left", len(pods.Items), len(nodes.Items))
+		}
+		return nil
+	})
+	localkube.AssertNoLeakedProcesses(t, local.Runtime.PodDirPrefix("plain"))
+}
+
+// The TLS page's example cluster, verbatim, becomes Active TLS-only: clients
+// verify every node against the CA by name, and plaintext is refused.
+func TestSeedTLSClusterLifecycle(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "my-app")
+	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8"},
+		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
+	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "standard"},
+		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: "valkey-8"}}
+	ca := testcerts.NewCA("my-app-valkey-ca")
+	secret := testcerts.Secret("my-cluster-tls", "my-app", testcerts.Leaf(ca, "my-cluster", "my-app", "cluster.local"))
+	for _, o := range []client.Object{img, cfg, secret} {
+		if err := k8sClient.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "my-app", Name: "my-cluster"},
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: "standard", Shards: 3, ReplicasPerShard: 1,
+			TLS: &valkeyv1.TLSSpec{SecretRef: "my-cluster-tls"}},
+	}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitActive(t, client.ObjectKeyFromObject(vc), 3, 1, 3*time.Minute)
+	t.Logf("3x1 TLS cluster Active after %s", time.Since(start).Round(time.Millisecond))
+
+	service := "my-cluster.my-app.svc.cluster.local"
+	c := clusterClient(t, service+":6379", ca.CertPEM)
+	data := writeKeys(t, c, "tls", 1000)
+	checkKeys(t, c, data)
+
+	// Plaintext is refused on every node: the plaintext port is closed.
+	addrs, err := local.Runtime.LookupHost(service)
+	if err != nil || len(addrs) != 6 {
+		t.Fatalf("service resolves to %v, %v; want 6 pods", addrs, err)
+	}
+	for _, a := range addrs {
+		conn, err := local.Runtime.DialContext(ctx, "tcp", a+":6379")
+		if err != nil {
+			t.Fatalf("dial %s: %v", a, err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+		_, _ = conn.Write([]byte("PING\r\n"))
+		buf := make([]byte, 16)
+		n, _ := conn.Read(buf)
+		conn.Close()
+		if strings.Contains(string(buf[:n]), "PONG") {
+			t.Fatalf("node %s answered a plaintext PING", a)
+		}
+	}
+
+	if os.Geteuid() == 0 {
+		seedCommands(t, service, ca.CertPEM)
+	}
+}
+
+// seedCommands runs the TLS page's verification commands verbatim.
+func seedCommands(t *testing.T, service string, caPEM []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := testcerts.NewCA("another-ca")
+	if err := os.WriteFile(filepath.Join(dir, "other.crt"), other.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "valkey-cli", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := run("-h", service, "--tls", "--cacert", "ca.crt", "-p", "6379", "PING"); err != nil || out != "PONG" {
+		t.Fatalf("valkey-cli --tls --cacert ca.crt PING = %q, %v; want PONG", out, err)
+	}
+	if out, _ := run("-h", service, "-p", "6379", "PING"); out == "PONG" {
+		t.Fatalf("plaintext PING succeeded")
+	}
+	if out, _ := run("-h", service, "--tls", "-p", "6379", "PING"); out == "PONG" {
+		t.Fatalf("TLS PING without --cacert succeeded: verification is off")
+	}
+	if out, _ := run("-h", service, "--tls", "--cacert", "other.crt", "-p", "6379", "PING"); out == "PONG" {
+		t.Fatalf("TLS PING against a different CA succeeded")
+	}
+}

@@ -1,0 +1,144 @@
+// Package e2e runs the operator against a real control plane (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler) and the local node
+// runtime, which runs every pod as a real valkey-server process.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/localkube"
+)
+
+// projectionDelay is how long a Secret change takes to reach the pods'
+// files: short, but long enough that the two stages of a rotation are real.
+const projectionDelay = 1500 * time.Millisecond
+
+var (
+	local     *localkube.Local
+	k8sClient client.Client
+	baseDir   string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := os.MkdirTemp("", "valkey-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	baseDir = dir
+
+	local, err = localkube.StartLocal(ctx, localkube.LocalOptions{
+		Dir:             dir,
+		ProjectionDelay: projectionDelay,
+		// The seed's valkey-cli and openssl commands need the pod names in
+		// /etc/hosts; only root may write it.
+		EtcHosts: os.Geteuid() == 0,
+		Out:      os.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting local cluster:", err)
+		return 1
+	}
+	defer func() {
+		if err := local.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping local cluster:", err)
+		}
+	}()
+
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctrl.SetLogger(operatorLog(filepath.Join(dir, "operator.log")))
+	mgr, err := ctrl.NewManager(local.ControlPlane.Config, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := controller.DefaultOptions()
+	opts.PendingRequeue = 500 * time.Millisecond
+	if err := controller.Setup(mgr, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Tests read around the operator's cache, so they see what the
+	// apiserver has, not what the operator has noticed.
+	if k8sClient, err = client.New(local.ControlPlane.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mgrCtx); err != nil {
+			fmt.Fprintln(os.Stderr, "operator:", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		fmt.Fprintln(os.Stderr, "operator cache did not sync")
+		return 1
+	}
+	code := m.Run()
+	stopMgr()
+	<-done
+	if code != 0 {
+		if b, err := os.ReadFile(filepath.Join(dir, "operator.log")); err == nil {
+			tail := b
+			if len(tail) > 20000 {
+				tail = tail[len(tail)-20000:]
+			}
+			fmt.Fprintf(os.Stderr, "--- operator log (tail) ---\n%s\n", tail)
+		}
+	}
+	return code
+}
+
+// operatorLog writes the operator's log to a file, printed when a test fails.
+func operatorLog(path string) logr.Logger {
+	f, err := os.Create(path)
+	if err != nil {
+		return logr.Discard()
+	}
+	return funcr.New(func(prefix, args string) {
+		fmt.Fprintf(f, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
+	}, funcr.Options{Verbosity: 1})
+}
+
+// eventually polls cond until it returns nil or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+}
