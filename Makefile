@@ -11,9 +11,10 @@ GOTEST_FLAGS ?= -count=1 -timeout 75m
 all: generate build
 
 .PHONY: generate
-generate: ## Regenerate deepcopy and CRDs from the API markers.
+generate: ## Regenerate deepcopy, CRDs and RBAC from the markers.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=valkey-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: build
 build: ## Build every command into bin/.

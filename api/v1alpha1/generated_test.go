@@ -10,7 +10,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
-// The committed CRDs and deepcopy code must be exactly what the markers
+// The committed CRDs, RBAC role and deepcopy code must be exactly what the markers
 // generate; run `make generate` when this fails.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	root, err := testbin.RepoRoot()
@@ -43,6 +43,14 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s is stale: run make generate", filepath.Base(g))
 		}
+	}
+
+	rbacDir := t.TempDir()
+	run("rbac:roleName=valkey-operator", "paths=./internal/controller/...", "output:rbac:artifacts:config="+rbacDir)
+	wantRole, _ := os.ReadFile(filepath.Join(rbacDir, "role.yaml"))
+	gotRole, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	if err != nil || len(wantRole) == 0 || !bytes.Equal(gotRole, wantRole) {
+		t.Errorf("config/rbac/role.yaml is stale: run make generate")
 	}
 
 	deepcopy := run("object", "paths=./api/...", "output:object:stdout")
