@@ -31,8 +31,9 @@ testbin: ## Build etcd and the Kubernetes control plane from the Go module proxy
 	hack/build-testbin.sh
 
 .PHONY: valkey
-valkey: ## Install valkey-server and valkey-cli from Debian bookworm-backports when missing.
+valkey: ## Install Valkey 8 from bookworm-backports and the Valkey 9 test build when missing.
 	hack/install-valkey.sh
+	hack/install-valkey9.sh
 
 .PHONY: test
 test: testbin valkey lint ## Run every test against a real apiserver and real valkey-server.

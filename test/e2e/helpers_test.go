@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
+	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 func createNamespace(t *testing.T, name string) {
@@ -90,6 +92,15 @@ func conditionSummary(vc *valkeyv1.ValkeyCluster) []string {
 // verifies every node against the CA with the name it was redirected to.
 func clusterClient(t *testing.T, seed string, caPEM []byte) valkey.Client {
 	t.Helper()
+	c, err := newClusterClient(seed, caPEM)
+	if err != nil {
+		t.Fatalf("connecting a cluster client to %s: %v", seed, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func newClusterClient(seed string, caPEM []byte) (valkey.Client, error) {
 	opt := valkey.ClientOption{
 		InitAddress:  []string{seed},
 		DisableCache: true,
@@ -114,12 +125,67 @@ func clusterClient(t *testing.T, seed string, caPEM []byte) valkey.Client {
 		// is told the connections are TLS; DialCtxFn does the handshake.
 		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	c, err := valkey.NewClient(opt)
+	return valkey.NewClient(opt)
+}
+
+// assertKeysOnEveryShard checks that writes reached every shard: each node
+// the client routes to (every primary, at least) holds some keys.
+func assertKeysOnEveryShard(t *testing.T, c valkey.Client, shards int) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, 30*time.Second, "keys on every node", func() error {
+		all := c.Nodes()
+		if len(all) < shards {
+			return fmt.Errorf("client knows %d nodes, want at least %d", len(all), shards)
+		}
+		for addr, n := range all {
+			size, err := n.Do(ctx, n.B().Dbsize().Build()).AsInt64()
+			if err != nil {
+				return fmt.Errorf("DBSIZE on %s: %w", addr, err)
+			}
+			if size == 0 {
+				return fmt.Errorf("node %s holds no key", addr)
+			}
+		}
+		return nil
+	})
+}
+
+// assertHostnamesAnnounced checks that the topology and MOVED redirects name
+// nodes by their per-pod DNS names, which the certificate's wildcard covers.
+func assertHostnamesAnnounced(t *testing.T, c valkey.Client, suffix string) {
+	t.Helper()
+	ctx := context.Background()
+	reply, err := c.Do(ctx, c.B().ClusterShards().Build()).ToAny()
 	if err != nil {
-		t.Fatalf("connecting a cluster client to %s: %v", seed, err)
+		t.Fatalf("CLUSTER SHARDS: %v", err)
 	}
-	t.Cleanup(c.Close)
-	return c
+	shards, err := vk.ParseClusterShards(reply)
+	if err != nil {
+		t.Fatalf("parsing CLUSTER SHARDS: %v", err)
+	}
+	for _, sh := range shards {
+		for _, n := range sh.Nodes {
+			if !strings.HasSuffix(n.Hostname, "."+suffix) {
+				t.Fatalf("CLUSTER SHARDS names node %s by %q, want a per-pod name under %s", n.ID, n.Hostname, suffix)
+			}
+		}
+	}
+	for addr, n := range c.Nodes() {
+		for i := range 100 {
+			err := n.Do(ctx, n.B().Get().Key(fmt.Sprintf("probe-%d", i)).Build()).Error()
+			if ret, ok := valkey.IsValkeyErr(err); ok {
+				if moved, ok := ret.IsMoved(); ok {
+					host, _, _ := net.SplitHostPort(moved)
+					if !strings.HasSuffix(host, "."+suffix) {
+						t.Fatalf("MOVED from %s points at %q, want a per-pod name under %s", addr, moved, suffix)
+					}
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("no node answered MOVED for 100 keys")
 }
 
 // writeKeys writes n keys and returns them with their values.

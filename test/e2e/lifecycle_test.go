@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/localkube"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 )
 
@@ -57,21 +55,7 @@ func TestPlaintextClusterLifecycle(t *testing.T) {
 	if err := k8sClient.Delete(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "cluster and its pods to be gone", func() error {
-		var pods corev1.PodList
-		if err := k8sClient.List(ctx, &pods, client.InNamespace("plain")); err != nil {
-			return err
-		}
-		var nodes valkeyv1.ValkeyNodeList
-		if err := k8sClient.List(ctx, &nodes, client.InNamespace("plain")); err != nil {
-			return err
-		}
-		if len(pods.Items)+len(nodes.Items) > 0 {
-			return fmt.Errorf("%d pods and %d ValkeyNodes left", len(pods.Items), len(nodes.Items))
-		}
-		return nil
-	})
-	localkube.AssertNoLeakedProcesses(t, local.Runtime.PodDirPrefix("plain"))
+	waitGone(t, "plain", vc.Name)
 }
 
 // The TLS page's example cluster, verbatim, becomes Active TLS-only: clients
@@ -104,8 +88,15 @@ func TestSeedTLSClusterLifecycle(t *testing.T) {
 
 	service := "my-cluster.my-app.svc.cluster.local"
 	c := clusterClient(t, service+":6379", ca.CertPEM)
-	data := writeKeys(t, c, "tls", 1000)
+	data := writeKeys(t, c, "tls", 10000)
 	checkKeys(t, c, data)
+	assertKeysOnEveryShard(t, c, 3)
+	assertHostnamesAnnounced(t, c, "my-cluster.my-app.svc.cluster.local")
+
+	// A client that verifies against another CA cannot even start.
+	if _, err := newClusterClient(service+":6379", testcerts.NewCA("another-ca").CertPEM); err == nil {
+		t.Fatalf("a client trusting another CA connected")
+	}
 
 	// Plaintext is refused on every node: the plaintext port is closed.
 	addrs, err := local.Runtime.LookupHost(service)
