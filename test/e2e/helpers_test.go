@@ -213,3 +213,5 @@ func checkKeys(t *testing.T, c valkey.Client, want map[string]string) {
 		}
 	}
 }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

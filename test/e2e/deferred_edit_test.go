@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// A shards edit made while the cluster is Creating is deferred, not lost:
+// bootstrap finishes the shape it started, then the edit is applied. The
+// cluster runs Valkey 9, whose atomic slot migration moves the slots.
+func TestShardsEditDuringCreatingIsApplied(t *testing.T) {
+	ctx := context.Background()
+	ns := "deferred"
+	createNamespace(t, ns)
+	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-9-deferred"},
+		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "9.1.2", Version: "9.1.2"}}
+	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "v9-deferred"},
+		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name}}
+	for _, o := range []client.Object{img, cfg} {
+		if err := k8sClient.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grow"},
+		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: cfg.Name, Shards: 2, ReplicasPerShard: 0},
+	}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(vc)
+	eventually(t, time.Minute, "bootstrap to start", func() error {
+		got := getCluster(t, key)
+		if got.Status.State != valkeyv1.StateCreating || got.Status.TargetSpec == nil {
+			return errorf("state %q targetSpec %v", got.Status.State, got.Status.TargetSpec)
+		}
+		return nil
+	})
+	got := getCluster(t, key)
+	got.Spec.Shards = 3
+	if err := k8sClient.Update(ctx, got); err != nil {
+		t.Fatalf("editing shards while Creating: %v", err)
+	}
+	if ts := getCluster(t, key).Status.TargetSpec; ts != nil && ts.Shards != 2 {
+		t.Fatalf("the edit changed the bootstrap target to %d shards", ts.Shards)
+	}
+
+	waitActive(t, key, 3, 0, 4*time.Minute)
+	c := clusterClient(t, "grow.deferred.svc.cluster.local:6379", nil)
+	data := writeKeys(t, c, "grow", 2000)
+	checkKeys(t, c, data)
+	assertKeysOnEveryShard(t, c, 3)
+}
