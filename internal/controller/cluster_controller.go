@@ -75,6 +75,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 	before := vc.DeepCopy()
 	result, err := r.reconcile(ctx, &vc)
 	vc.Status.ObservedGeneration = vc.Generation
+	recordClusterMetrics(&vc)
 	if !equality.Semantic.DeepEqual(before.Status, vc.Status) {
 		if perr := r.Status().Patch(ctx, &vc, ctrl.MergeFrom(before)); perr != nil {
 			return ctrlrt.Result{}, errors.Join(err, fmt.Errorf("writing status: %w", perr))
@@ -220,7 +221,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 
 	log.V(1).Info("acting", "action", action.String())
 	applyPlan(vc, action, topology.DecideState(creating, action))
-	if err := r.act(ctx, vc, rc, res, o, conn, action); err != nil {
+	err = r.act(ctx, vc, rc, res, o, conn, action)
+	actionsTotal.WithLabelValues(vc.Namespace, vc.Name, string(action.Kind), resultLabel(err)).Inc()
+	if err != nil {
 		setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, fmt.Sprintf("%s failed: %v", action.Kind, err))
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(action.Kind), "%s", truncate(err.Error(), 1000))
 		return ctrlrt.Result{}, fmt.Errorf("%s: %w", action.String(), err)
@@ -363,7 +366,15 @@ func (r *ClusterReconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err := r.Patch(ctx, vc, patch); err != nil {
 		return ctrlrt.Result{}, fmt.Errorf("removing finalizer: %w", err)
 	}
+	forgetClusterMetrics(vc.Namespace, vc.Name)
 	return ctrlrt.Result{}, nil
+}
+
+func resultLabel(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "success"
 }
 
 func isConditionMessage(vc *valkeyv1.ValkeyCluster, typ, msg string) bool {

@@ -11,6 +11,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
@@ -201,5 +202,59 @@ func TestNoPasswordInConfigMaps(t *testing.T) {
 	c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondDefaultUserOpen)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("DefaultUserOpen condition = %+v, want True with no bindings", c)
+	}
+}
+
+// gaugeValue reads one series from the operator's metrics registry.
+func gaugeValue(t *testing.T, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// The state of every cluster is a metric.
+func TestClusterStateMetric(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "metrics")
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "measured"},
+		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: "missing-config", Shards: 1, ReplicasPerShard: 0},
+	}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "state metric", func() error {
+		v, ok := gaugeValue(t, "valkey_cluster_state", map[string]string{"namespace": ns, "cluster": "measured", "state": "Creating"})
+		if !ok || v != 1 {
+			return fmt.Errorf("valkey_cluster_state{state=Creating} = %v (present %v)", v, ok)
+		}
+		return nil
+	})
+	// A missing config is a condition with the documented message, not a log line only.
+	got := getCluster(t, ns, vc.Name)
+	c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondReferencesResolved)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Message != `ValkeyConfig "missing-config" not found` {
+		t.Fatalf("ReferencesResolved = %+v", c)
 	}
 }

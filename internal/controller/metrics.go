@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+// Operator metrics, served on the manager's /metrics with controller-runtime's own.
+var (
+	clusterState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_state",
+		Help: "1 for the state a cluster is in, 0 for the others.",
+	}, []string{"namespace", "cluster", "state"})
+	clusterSlotsAssigned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_slots_assigned",
+		Help: "Hash slots held by a primary, as the operator last observed.",
+	}, []string{"namespace", "cluster"})
+	clusterNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_nodes",
+		Help: "Members of a cluster by role.",
+	}, []string{"namespace", "cluster", "role"})
+	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "valkey_operator_actions_total",
+		Help: "Topology actions performed, by kind and result.",
+	}, []string{"namespace", "cluster", "kind", "result"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(clusterState, clusterSlotsAssigned, clusterNodes, actionsTotal)
+}
+
+var allStates = []valkeyv1.ClusterState{valkeyv1.StateCreating, valkeyv1.StateActive, valkeyv1.StateUpdating, valkeyv1.StateInvalid}
+
+// recordClusterMetrics publishes a cluster's state and shape.
+func recordClusterMetrics(vc *valkeyv1.ValkeyCluster) {
+	for _, s := range allStates {
+		v := 0.0
+		if vc.Status.State == s {
+			v = 1
+		}
+		clusterState.WithLabelValues(vc.Namespace, vc.Name, string(s)).Set(v)
+	}
+	clusterSlotsAssigned.WithLabelValues(vc.Namespace, vc.Name).Set(float64(vc.Status.SlotsAssigned))
+	replicas := 0
+	for _, sh := range vc.Status.ShardStatuses {
+		replicas += len(sh.Replicas)
+	}
+	clusterNodes.WithLabelValues(vc.Namespace, vc.Name, "primary").Set(float64(vc.Status.Shards))
+	clusterNodes.WithLabelValues(vc.Namespace, vc.Name, "replica").Set(float64(replicas))
+}
+
+// forgetClusterMetrics drops a deleted cluster's series.
+func forgetClusterMetrics(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "cluster": name}
+	clusterState.DeletePartialMatch(labels)
+	clusterSlotsAssigned.DeletePartialMatch(labels)
+	clusterNodes.DeletePartialMatch(labels)
+	actionsTotal.DeletePartialMatch(labels)
+}
