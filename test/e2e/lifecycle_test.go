@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/playground"
+	"github.com/gomomento/valkey-operator/internal/testbin"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 )
 
@@ -58,33 +60,28 @@ func TestPlaintextClusterLifecycle(t *testing.T) {
 	waitGone(t, "plain", vc.Name)
 }
 
-// The TLS page's example cluster, verbatim, becomes Active TLS-only: clients
-// verify every node against the CA by name, and plaintext is refused.
+// The TLS page's example cluster, installed from config/samples as the demo
+// does, becomes Active TLS-only: clients verify every node against the CA by
+// name, plaintext is refused, and the demo's printed command works.
 func TestSeedTLSClusterLifecycle(t *testing.T) {
 	ctx := context.Background()
-	createNamespace(t, "my-app")
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8"},
-		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
-	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "standard"},
-		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: "valkey-8"}}
-	ca := testcerts.NewCA("my-app-valkey-ca")
-	secret := testcerts.Secret("my-cluster-tls", "my-app", testcerts.Leaf(ca, "my-cluster", "my-app", "cluster.local"))
-	for _, o := range []client.Object{img, cfg, secret} {
-		if err := k8sClient.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "my-app", Name: "my-cluster"},
-		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: "standard", Shards: 3, ReplicasPerShard: 1,
-			TLS: &valkeyv1.TLSSpec{SecretRef: "my-cluster-tls"}},
-	}
-	if err := k8sClient.Create(ctx, vc); err != nil {
+	root, err := testbin.RepoRoot()
+	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitActive(t, client.ObjectKeyFromObject(vc), 3, 1, 3*time.Minute)
+	sample, err := playground.Install(ctx, k8sClient, filepath.Join(root, "config", "samples"), t.TempDir(), "cluster.local")
+	if err != nil {
+		t.Fatalf("installing the samples: %v", err)
+	}
+	key := client.ObjectKey{Namespace: playground.Namespace, Name: playground.Cluster}
+	waitActive(t, key, 3, 1, 3*time.Minute)
 	t.Logf("3x1 TLS cluster Active after %s", time.Since(start).Round(time.Millisecond))
+	caPEM, err := os.ReadFile(sample.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := struct{ CertPEM []byte }{caPEM}
 
 	service := "my-cluster.my-app.svc.cluster.local"
 	c := clusterClient(t, service+":6379", ca.CertPEM)
@@ -119,6 +116,10 @@ func TestSeedTLSClusterLifecycle(t *testing.T) {
 	}
 
 	if os.Geteuid() == 0 {
+		out, err := exec.Command("sh", "-c", sample.Command()).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "PONG" {
+			t.Fatalf("the demo's command %q printed %q, %v; want PONG", sample.Command(), out, err)
+		}
 		seedCommands(t, service, ca.CertPEM)
 	}
 }
