@@ -77,7 +77,13 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 	vc.Status.ObservedGeneration = vc.Generation
 	recordClusterMetrics(&vc)
 	if !equality.Semantic.DeepEqual(before.Status, vc.Status) {
-		if perr := r.Status().Patch(ctx, &vc, ctrl.MergeFrom(before)); perr != nil {
+		// The TLS reloader writes its own condition; the optimistic lock makes
+		// this patch fail rather than write back a stale copy of it.
+		perr := r.Status().Patch(ctx, &vc, ctrl.MergeFromWithOptions(before, ctrl.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(perr) && err == nil {
+			return ctrlrt.Result{RequeueAfter: afterAction}, nil
+		}
+		if perr != nil {
 			return ctrlrt.Result{}, errors.Join(err, fmt.Errorf("writing status: %w", perr))
 		}
 	}
@@ -152,6 +158,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	conn := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: passwords.Operator, dialer: r.Dialer}
 	if tls.Secret != nil {
 		conn.caPEM = tls.Secret.Data[tlssecret.KeyCA]
+		if conn.pins, err = r.verifiedLeaves(ctx, rc); err != nil {
+			return ctrlrt.Result{}, err
+		}
 	}
 	specs := map[int32]valkeyv1.ValkeyNodeSpec{}
 	desired := func(shard int32) (valkeyv1.ValkeyNodeSpec, error) {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
 
@@ -52,4 +53,18 @@ func checkTLS(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster, 
 		out.Secret = found
 	}
 	return out, nil
+}
+
+// verifiedLeaves reads the fingerprints the TLS reloader recorded on the
+// node TLS copy.
+func (r *ClusterReconciler) verifiedLeaves(ctx context.Context, rc render.Cluster) ([]string, error) {
+	var s corev1.Secret
+	err := r.Get(ctx, client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: render.NodeTLSSecretName(rc.Cluster.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading node TLS Secret: %w", err)
+	}
+	return parsePins(s.Annotations[annotationVerifiedLeaves]), nil
 }

@@ -42,3 +42,9 @@ const (
 	ReasonRotationInProgress = "RotationInProgress"
 	ReasonReloadFailed       = "ReloadFailed"
 )
+
+// Reasons of the CertificatesServed condition beyond those above.
+const (
+	// ReasonServingCurrent: every node serves the Secret's certificate.
+	ReasonServingCurrent = "ServingCurrent"
+)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net"
 
@@ -18,7 +19,11 @@ type connector struct {
 	domain   string
 	password string
 	caPEM    []byte // nil for plaintext clusters
-	dialer   func(ctx context.Context, network, addr string) (net.Conn, error)
+	// pins are fingerprints of leaves the operator has verified nodes
+	// serving; they keep a node reachable while a CA rotation that skipped
+	// the bundle step is being pushed to it.
+	pins   []string
+	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (c *connector) target(name, ip string) valkey.Target {
@@ -29,9 +34,16 @@ func (c *connector) target(name, ip string) valkey.Target {
 		Dialer:   c.dialer,
 	}
 	if c.cluster.Spec.TLS != nil {
+		serverName := render.PodFQDN(name, c.cluster.Name, c.cluster.Namespace, c.domain)
 		t.TLS = &valkey.TLS{
 			CA:         c.caPEM,
-			ServerName: render.PodFQDN(name, c.cluster.Name, c.cluster.Namespace, c.domain),
+			ServerName: serverName,
+			// Expiry is warn-only: a cluster whose certificate expired is
+			// still managed, with the chain and hostname verified.
+			Verify: func(chain []*x509.Certificate) error {
+				_, err := verifyServed(chain, serverName, c.caPEM, c.pins)
+				return err
+			},
 		}
 	}
 	return t

@@ -28,7 +28,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(clusterState, clusterSlotsAssigned, clusterNodes, actionsTotal)
+	metrics.Registry.MustRegister(clusterState, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
 }
 
 var allStates = []valkeyv1.ClusterState{valkeyv1.StateCreating, valkeyv1.StateActive, valkeyv1.StateUpdating, valkeyv1.StateInvalid}

@@ -21,14 +21,25 @@ import (
 // Secret change reaches exactly the clusters that use it.
 const indexTLSSecret = "spec.tls.secretRef"
 
-// Setup registers every controller with the manager.
-func Setup(mgr ctrl.Manager, opts Options) error {
-	return SetupWithDialer(mgr, opts, nil)
+// Runtime adapts the operator to where pods run; the zero value is a real
+// Kubernetes cluster.
+type Runtime struct {
+	// Dialer opens connections to nodes; nil dials pod IPs directly.
+	Dialer DialFunc
+	// NodePath maps a path inside a pod to the path its node process sees;
+	// nil is the identity, as in a real pod.
+	NodePath NodePathFunc
 }
 
-// SetupWithDialer is Setup with a custom way to reach nodes, for runtimes
-// where pod IPs are not directly routable.
-func SetupWithDialer(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
+// Setup registers every controller with the manager.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	return SetupWithRuntime(mgr, opts, Runtime{})
+}
+
+// SetupWithRuntime is Setup for pods that do not run in a real pod sandbox,
+// such as the local runtime.
+func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
+	dialer := rt.Dialer
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -86,6 +97,9 @@ func SetupWithDialer(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
 	nr := &NodeReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
 	if err := nr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up node controller: %w", err)
+	}
+	if err := SetupTLSReload(mgr, opts, dialer, rt.NodePath); err != nil {
+		return err
 	}
 	return nil
 }

@@ -80,7 +80,9 @@ func run(m *testing.M) int {
 	}
 	opts := controller.DefaultOptions()
 	opts.PendingRequeue = 500 * time.Millisecond
-	if err := controller.Setup(mgr, opts); err != nil {
+	// The local runtime moves mount paths; the TLS reloader must read and
+	// name the files the node processes really use.
+	if err := controller.SetupWithRuntime(mgr, opts, controller.Runtime{NodePath: local.Runtime.HostPath}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

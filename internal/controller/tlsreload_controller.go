@@ -1,0 +1,650 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/tlssecret"
+	"github.com/gomomento/valkey-operator/internal/topology"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// annotationVerifiedLeaves, on the copy Secret, lists the fingerprints of
+// leaves the operator has verified nodes serving. When a CA is rotated
+// without the bundle step, the new ca.crt no longer trusts what the nodes
+// still serve, yet the operator must connect to them to issue the very
+// reload that fixes it. It then accepts a node whose leaf is one it
+// verified before (the handshake still proves the node holds that leaf's
+// key, and the hostname is still checked), rather than trusting the old CA
+// wholesale: a CA is often rotated because it can no longer be trusted. It
+// is kept on the copy Secret, not in memory, so an operator restart in the
+// middle of a rotation does not strand the nodes.
+const annotationVerifiedLeaves = "valkey.gomomento.com/verified-leaves"
+
+// NodePathFunc maps a path inside a node's container to the path the node's
+// process uses, and where this process can read it.
+type NodePathFunc = func(namespace, pod, containerPath string) (string, error)
+
+var (
+	tlsCertNotAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_tls_certificate_not_after_seconds",
+		Help: "notAfter, in Unix seconds, of the earliest-expiring certificate the cluster's nodes serve.",
+	}, []string{"namespace", "cluster"})
+	tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "valkey_tls_reloads_total",
+		Help: "Certificate reloads issued to nodes, by result.",
+	}, []string{"namespace", "cluster", "result"})
+)
+
+// TLSReloader makes every node of a TLS cluster serve the material in the
+// cluster's copy Secret, without a restart: once the kubelet has projected
+// new files into a pod it re-issues the certificate-path directives, which
+// makes Valkey rebuild its TLS context from the files, and confirms by a
+// fresh handshake that the node serves the new leaf.
+type TLSReloader struct {
+	client.Client
+	// APIReader reads the cluster around the cache for status writes.
+	APIReader client.Reader
+	Options   Options
+	Recorder  events.EventRecorder
+	// Dialer opens connections to nodes; nil dials directly.
+	Dialer DialFunc
+	// NodePath, when set, maps container paths to the node process's paths
+	// and lets the operator read the node's files. Nil in a real cluster:
+	// the rendered paths are used and the files cannot be seen.
+	NodePath NodePathFunc
+
+	mu       sync.Mutex
+	clusters map[types.NamespacedName]*reloadMemory
+}
+
+// reloadMemory paces one cluster; losing it costs at most an extra reload
+// per node.
+type reloadMemory struct {
+	// want is the copy Secret's material hash last seen, since when it has
+	// gone unsettled, and completed the hash last announced as rotated.
+	want, completed string
+	since           time.Time
+	// loaded maps a pod to the files hash this process had it load.
+	loaded map[types.UID]string
+}
+
+// SetupTLSReload registers the TLS reload controller. It registers once per
+// manager and later calls do nothing, so a runtime whose nodes see other
+// paths (the local runtime) calls it with its mapping before Setup.
+func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath NodePathFunc) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	r := &TLSReloader{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Options:   opts,
+		Recorder:  mgr.GetEventRecorder("valkey-operator"),
+		Dialer:    dialer,
+		NodePath:  nodePath,
+	}
+	copyOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[valkeyv1.LabelInstance]
+		if name == "" || o.GetName() != render.NodeTLSSecretName(name) {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("tlsreload").
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(reloadRelevant())).
+		Watches(&corev1.Secret{}, copyOwner).
+		// A node that does not answer holds up its own cluster's pass, not
+		// every other cluster's.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r); err != nil {
+		return fmt.Errorf("setting up TLS reload controller: %w", err)
+	}
+	return nil
+}
+
+// reloadRelevant passes cluster updates that can change what the reloader
+// does or that undid what it wrote: the cluster controller's status patches
+// replace the whole condition list, so a stale CertificatesServed can come
+// back and must be written again.
+func reloadRelevant() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyCluster)
+			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyCluster)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.Generation != n.Generation || o.Status.State != n.Status.State ||
+				!o.DeletionTimestamp.Equal(n.DeletionTimestamp) || !sameServedStatus(o, n)
+		},
+	}
+}
+
+func sameServedStatus(a, b *valkeyv1.ValkeyCluster) bool {
+	ca := meta.FindStatusCondition(a.Status.Conditions, CondCertificatesServed)
+	cb := meta.FindStatusCondition(b.Status.Conditions, CondCertificatesServed)
+	if (ca == nil) != (cb == nil) {
+		return false
+	}
+	if ca != nil && (ca.Status != cb.Status || ca.Reason != cb.Reason || ca.Message != cb.Message) {
+		return false
+	}
+	var sa, sb valkeyv1.TLSStatus
+	if a.Status.TLS != nil {
+		sa = *a.Status.TLS
+	}
+	if b.Status.TLS != nil {
+		sb = *b.Status.TLS
+	}
+	return sa.NodesServingCurrent == sb.NodesServingCurrent && sa.NodesTotal == sb.NodesTotal
+}
+
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=get;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var vc valkeyv1.ValkeyCluster
+	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading cluster: %w", err)
+	}
+	if vc.Spec.TLS == nil || !vc.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	tick := r.tick()
+	// While Invalid the copy keeps the last valid material, which the nodes
+	// already serve; the state change back is watched.
+	if vc.Status.State == valkeyv1.StateInvalid {
+		return ctrl.Result{RequeueAfter: tick}, nil
+	}
+	log := logf.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace)
+	ctx = logf.IntoContext(ctx, log)
+	log.Info("TLS reconcile tick")
+
+	var copySecret corev1.Secret
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.NodeTLSSecretName(vc.Name)}, &copySecret); {
+	case apierrors.IsNotFound(err):
+		// Not written yet; its creation is watched.
+		return ctrl.Result{RequeueAfter: tick}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", render.NodeTLSSecretName(vc.Name), err)
+	}
+	want, ok := filesOf(copySecret.Data[tlssecret.KeyCert], copySecret.Data[tlssecret.KeyPrivateKey], copySecret.Data[tlssecret.KeyCA])
+	if !ok {
+		// The cluster controller copies only validated material.
+		return ctrl.Result{RequeueAfter: tick}, nil
+	}
+	var auth corev1.Secret
+	if err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}, &auth); err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", render.OperatorAuthSecretName(vc.Name), err)
+	}
+	passwords, err := render.PasswordsFromSecret(&auth)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("secret %s: %w", render.OperatorAuthSecretName(vc.Name), err)
+	}
+	pods, err := r.runningPods(ctx, &vc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	pins := parsePins(copySecret.Annotations[annotationVerifiedLeaves])
+	mem := r.memory(req.NamespacedName, want.Hash)
+	pass := reloadPass{
+		r:        r,
+		cluster:  &vc,
+		caPEM:    copySecret.Data[tlssecret.KeyCA],
+		pins:     pins,
+		password: passwords.Operator,
+		want:     want,
+	}
+	outcomes := pass.run(ctx, pods, mem)
+
+	prior := meta.FindStatusCondition(vc.Status.Conditions, CondCertificatesServed)
+	rep := summarizeReload(reloadInput{
+		Secret:      vc.Spec.TLS.SecretRef,
+		Want:        want,
+		Nodes:       outcomes,
+		Prior:       prior,
+		MismatchAge: time.Since(mem.since),
+		Tick:        tick,
+	})
+	r.announce(ctx, &vc, prior, rep, outcomes, want, mem)
+	if !rep.NotAfter.IsZero() {
+		tlsCertNotAfter.WithLabelValues(vc.Namespace, vc.Name).Set(float64(rep.NotAfter.Unix()))
+	}
+	if err := r.writePins(ctx, &copySecret, pins, nextPins(pins, outcomes)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.writeStatus(ctx, req.NamespacedName, rep); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+}
+
+func (r *TLSReloader) tick() time.Duration {
+	if r.Options.TLSReloadInterval > 0 {
+		return r.Options.TLSReloadInterval
+	}
+	return DefaultOptions().TLSReloadInterval
+}
+
+// runningPods are the cluster's pods that can answer, sorted by name.
+func (r *TLSReloader) runningPods(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{
+		valkeyv1.LabelInstance: vc.Name, valkeyv1.LabelManagedBy: valkeyv1.LabelManagedByValue,
+	}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		if podState(&list.Items[i]).Phase == topology.PodRunning {
+			out = append(out, &list.Items[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// memory returns the cluster's pacing state, restarting the unsettled
+// clock when the copy Secret's material changed.
+func (r *TLSReloader) memory(key types.NamespacedName, wantHash string) *reloadMemory {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clusters == nil {
+		r.clusters = map[types.NamespacedName]*reloadMemory{}
+	}
+	m := r.clusters[key]
+	if m == nil {
+		m = &reloadMemory{loaded: map[types.UID]string{}}
+		r.clusters[key] = m
+	}
+	if m.want != wantHash {
+		m.want, m.since = wantHash, time.Now()
+	}
+	return m
+}
+
+func (r *TLSReloader) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.clusters, key)
+	r.mu.Unlock()
+	tlsCertNotAfter.DeleteLabelValues(key.Namespace, key.Name)
+	tlsReloads.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name})
+}
+
+// reloadPass is one pass over a cluster's nodes.
+type reloadPass struct {
+	r        *TLSReloader
+	cluster  *valkeyv1.ValkeyCluster
+	caPEM    []byte
+	pins     []string
+	password string
+	want     tlsFiles
+}
+
+// run handles every node concurrently, so one slow or failing node
+// neither delays nor blocks the others.
+func (p *reloadPass) run(ctx context.Context, pods []*corev1.Pod, mem *reloadMemory) []nodeOutcome {
+	p.r.mu.Lock()
+	loaded := make(map[types.UID]string, len(pods))
+	for _, pod := range pods {
+		loaded[pod.UID] = mem.loaded[pod.UID]
+	}
+	p.r.mu.Unlock()
+
+	out := make([]nodeOutcome, len(pods))
+	confirmed := make([]string, len(pods))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], confirmed[i] = p.node(ctx, pod, loaded[pod.UID])
+		}()
+	}
+	wg.Wait()
+
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	// Only pods that still exist are remembered.
+	mem.loaded = map[types.UID]string{}
+	for i, pod := range pods {
+		mem.loaded[pod.UID] = loaded[pod.UID]
+		if confirmed[i] != "" {
+			mem.loaded[pod.UID] = confirmed[i]
+		}
+	}
+	return out
+}
+
+// node probes one node, reloads it when planNode says so and probes again.
+// It returns the files hash the node is now confirmed to have loaded, if
+// a reload confirmed one.
+func (p *reloadPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (nodeOutcome, string) {
+	log := logf.FromContext(ctx).WithValues("node", pod.Name)
+	addr := net.JoinHostPort(pod.Status.PodIP, fmt.Sprint(render.PortValkey))
+	serverName := render.PodFQDN(pod.Name, p.cluster.Name, p.cluster.Namespace, p.r.Options.ClusterDomain)
+
+	n := nodeTLS{Name: pod.Name, Loaded: loaded}
+	n.Served = p.probe(ctx, addr, serverName)
+	if p.r.NodePath != nil {
+		files, err := p.readFiles(pod.Name)
+		if err != nil {
+			log.V(1).Info("cannot read the node's TLS files; reloading blind", "error", err.Error())
+		} else {
+			n.Files = &files
+		}
+	}
+	o := nodeOutcome{Name: pod.Name, Before: n.Served, After: n}
+	step := planNode(p.want, n)
+	if step != stepReload {
+		return o, ""
+	}
+	result := "success"
+	if err := p.reload(ctx, pod.Name, addr, serverName); err != nil {
+		result = "failure"
+		o.ReloadErr = err
+		log.Info("TLS reload failed", "error", err.Error())
+	} else {
+		o.Reloaded = true
+		o.After.Served = p.probe(ctx, addr, serverName)
+	}
+	tlsReloads.WithLabelValues(p.cluster.Namespace, p.cluster.Name, result).Inc()
+	if o.Reloaded && n.Files != nil && o.After.Served.Err == nil && o.After.Served.Fingerprint == n.Files.Leaf {
+		o.After.Loaded = n.Files.Hash
+		return o, n.Files.Hash
+	}
+	return o, ""
+}
+
+// path is where the node finds one of its files.
+func (p *reloadPass) path(pod, containerPath string) (string, error) {
+	if p.r.NodePath == nil {
+		return containerPath, nil
+	}
+	hp, err := p.r.NodePath(p.cluster.Namespace, pod, containerPath)
+	if err != nil {
+		return "", fmt.Errorf("locating %s of node %s: %w", containerPath, pod, err)
+	}
+	return hp, nil
+}
+
+// readFiles reads the node's certificate files as the node sees them.
+func (p *reloadPass) readFiles(pod string) (tlsFiles, error) {
+	var data [3][]byte
+	for i, cp := range []string{render.TLSCertFile, render.TLSKeyFile, render.TLSCAFile} {
+		hp, err := p.path(pod, cp)
+		if err != nil {
+			return tlsFiles{}, err
+		}
+		if data[i], err = os.ReadFile(hp); err != nil {
+			return tlsFiles{}, fmt.Errorf("reading %s of node %s: %w", cp, pod, err)
+		}
+	}
+	f, ok := filesOf(data[0], data[1], data[2])
+	if !ok {
+		return tlsFiles{}, fmt.Errorf("%s of node %s holds no PEM", render.TLSCertFile, pod)
+	}
+	return f, nil
+}
+
+// tlsConfig verifies a node the way the reload needs: the chain against
+// ca.crt or the leaf against a pin, and the pod's name against the leaf,
+// whatever the certificates' validity dates. An expired certificate is a
+// warning, not a reason to stop managing the cluster (the cluster stays
+// Active), and a rotation is how it gets fixed, so the reload must reach a
+// node that serves one. crypto/tls's own check is replaced, not skipped:
+// VerifyConnection runs on every handshake and its error aborts it.
+func (p *reloadPass) tlsConfig(serverName string, seen *servedCert) *tls.Config {
+	return &tls.Config{
+		ServerName:         serverName,
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			s, err := verifyServed(cs.PeerCertificates, serverName, p.caPEM, p.pins)
+			if err != nil {
+				return err
+			}
+			if seen != nil {
+				*seen = s
+			}
+			return nil
+		},
+	}
+}
+
+// verifyServed accepts a served chain whose leaf names serverName and
+// which caPEM trusts or whose leaf is pinned.
+func verifyServed(chain []*x509.Certificate, serverName string, caPEM []byte, pins []string) (servedCert, error) {
+	if len(chain) == 0 {
+		return servedCert{}, errors.New("node presented no certificate")
+	}
+	leaf := chain[0]
+	if err := leaf.VerifyHostname(serverName); err != nil {
+		return servedCert{}, fmt.Errorf("served certificate: %w", err)
+	}
+	ders := make([][]byte, len(chain))
+	for i, c := range chain {
+		ders[i] = c.Raw
+	}
+	s := servedCert{
+		Fingerprint: tlssecret.Fingerprint(leaf.Raw),
+		NotAfter:    leaf.NotAfter,
+		Trusted:     tlssecret.Trusts(caPEM, ders),
+	}
+	if !s.Trusted && !containsString(pins, s.Fingerprint) {
+		return servedCert{}, fmt.Errorf("%w (leaf %s, issuer %q)", errServedNotTrusted, shortFingerprint(s.Fingerprint), leaf.Issuer.String())
+	}
+	return s, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func shortFingerprint(fp string) string {
+	if len(fp) > 16 {
+		return fp[:16]
+	}
+	return fp
+}
+
+// handshake opens a verified TLS connection to addr.
+func (p *reloadPass) handshake(ctx context.Context, addr string, cfg *tls.Config) (*tls.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, valkey.DefaultTimeout)
+	defer cancel()
+	dial := p.r.Dialer
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	conn := tls.Client(raw, cfg)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("TLS handshake with %s as %q: %w", addr, cfg.ServerName, err)
+	}
+	return conn, nil
+}
+
+// probe reads the certificate a node serves to a new connection.
+func (p *reloadPass) probe(ctx context.Context, addr, serverName string) servedCert {
+	var seen servedCert
+	conn, err := p.handshake(ctx, addr, p.tlsConfig(serverName, &seen))
+	if err != nil {
+		return servedCert{Err: err}
+	}
+	_ = conn.Close()
+	return seen
+}
+
+// reload re-issues the certificate-path directives with the paths the node
+// already uses; Valkey treats them as volatile and rebuilds its TLS context
+// from the files even though the values are unchanged.
+func (p *reloadPass) reload(ctx context.Context, pod, addr, serverName string) error {
+	kv := make([]string, 0, 6)
+	for _, d := range []struct{ name, path string }{
+		{"tls-cert-file", render.TLSCertFile},
+		{"tls-key-file", render.TLSKeyFile},
+		{"tls-ca-cert-file", render.TLSCAFile},
+	} {
+		path, err := p.path(pod, d.path)
+		if err != nil {
+			return err
+		}
+		kv = append(kv, d.name, path)
+	}
+	cfg := p.tlsConfig(serverName, nil)
+	n, err := valkey.Dial(ctx, valkey.Target{
+		Address:  addr,
+		Username: render.OperatorUser,
+		Password: p.password,
+		// The TLS handshake is made here, with the reload's verification
+		// (see tlsConfig), so Target.TLS stays unset: the valkey package
+		// layers no second TLS on what the dialer returns.
+		Dialer: func(ctx context.Context, _, a string) (net.Conn, error) {
+			return p.handshake(ctx, a, cfg)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("connecting to node %s: %w", pod, err)
+	}
+	defer n.Close()
+	if err := n.ConfigSet(ctx, kv...); err != nil {
+		return fmt.Errorf("reloading certificates on node %s: %w", pod, err)
+	}
+	return nil
+}
+
+// announce emits the pass's Events. Each Warning is sent when the condition
+// message it belongs to changes, not on every pass.
+func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, prior *metav1.Condition, rep reloadReport, outcomes []nodeOutcome, want tlsFiles, mem *reloadMemory) {
+	log := logf.FromContext(ctx)
+	priorMsg := ""
+	if prior != nil {
+		priorMsg = prior.Message
+	}
+	if rep.UntrustedMessage != "" && priorMsg != rep.UntrustedMessage {
+		log.Info("served certificate not trusted by ca.crt", "nodes", rep.Untrusted)
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, tlssecret.ReasonServedCertNotTrusted, "ReloadTLS", "%s", rep.UntrustedMessage)
+	}
+	if priorMsg != rep.Message {
+		for _, o := range outcomes {
+			if o.ReloadErr != nil {
+				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonReloadFailed, "ReloadTLS",
+					"reloading the certificate on node %s failed: %s", o.Name, truncate(o.ReloadErr.Error(), 800))
+			}
+		}
+	}
+	r.mu.Lock()
+	complete := rep.RotationComplete && mem.completed != want.Hash
+	if rep.Status == metav1.ConditionTrue {
+		mem.completed = want.Hash
+	}
+	r.mu.Unlock()
+	if complete {
+		log.Info("TLS rotation complete", "nodes", rep.Total, "fingerprint", want.Leaf)
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonRotationComplete, "ReloadTLS",
+			"all %d nodes serve the certificate in Secret %q (SHA-256 %s)", rep.Total, vc.Spec.TLS.SecretRef, shortFingerprint(want.Leaf))
+	}
+}
+
+// writePins records the verified leaves on the copy Secret. The patch
+// carries the resourceVersion read, so a pin is never written against
+// material that changed since the pass verified it.
+func (r *TLSReloader) writePins(ctx context.Context, s *corev1.Secret, old, pins []string) error {
+	if strings.Join(old, ",") == strings.Join(pins, ",") || len(pins) == 0 {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[annotationVerifiedLeaves] = strings.Join(pins, ",")
+	if err := r.Patch(ctx, s, patch); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// The copy changed under the pass; the change is watched.
+			return nil
+		}
+		return fmt.Errorf("recording verified certificates on Secret %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// writeStatus writes only status.tls.nodesServingCurrent, nodesTotal and
+// the CertificatesServed condition, by read-modify-write of a fresh copy
+// under optimistic concurrency: a merge patch would replace the whole
+// condition list and could drop what the cluster controller just wrote.
+func (r *TLSReloader) writeStatus(ctx context.Context, key types.NamespacedName, rep reloadReport) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var vc valkeyv1.ValkeyCluster
+		if err := r.APIReader.Get(ctx, key, &vc); err != nil {
+			return err
+		}
+		if vc.Spec.TLS == nil || vc.Status.State == valkeyv1.StateInvalid || !vc.DeletionTimestamp.IsZero() {
+			return nil
+		}
+		before := vc.Status.DeepCopy()
+		if vc.Status.TLS == nil {
+			vc.Status.TLS = &valkeyv1.TLSStatus{}
+		}
+		vc.Status.TLS.NodesServingCurrent = int32(rep.Serving)
+		vc.Status.TLS.NodesTotal = int32(rep.Total)
+		setCondition(&vc, CondCertificatesServed, rep.Status, rep.Reason, rep.Message)
+		if equality.Semantic.DeepEqual(before, &vc.Status) {
+			return nil
+		}
+		return r.Status().Update(ctx, &vc)
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing TLS status: %w", err)
+	}
+	return nil
+}

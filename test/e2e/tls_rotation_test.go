@@ -1,0 +1,648 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vk "github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/testcerts"
+	"github.com/gomomento/valkey-operator/internal/tlssecret"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+const clusterDomain = "cluster.local"
+
+// tlsFixture is a running 1-shard, 1-replica TLS cluster in its own
+// namespace, Active and with every node serving the Secret's certificate.
+type tlsFixture struct {
+	t      *testing.T
+	ns     string
+	name   string
+	secret string
+	key    client.ObjectKey
+	leaf   *testcerts.LeafCert
+}
+
+func newTLSFixture(t *testing.T, ns string, ca *testcerts.CA) *tlsFixture {
+	t.Helper()
+	ctx := context.Background()
+	createNamespace(t, ns)
+	cfg := createMenu(t, ns)
+	f := &tlsFixture{t: t, ns: ns, name: "cache", secret: "cache-tls"}
+	f.key = client.ObjectKey{Namespace: ns, Name: f.name}
+	f.leaf = testcerts.Leaf(ca, f.name, ns, clusterDomain)
+	if err := k8sClient.Create(ctx, testcerts.Secret(f.secret, ns, f.leaf)); err != nil {
+		t.Fatal(err)
+	}
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name},
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 1, ReplicasPerShard: 1,
+			TLS: &valkeyv1.TLSSpec{SecretRef: f.secret}},
+	}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting the cluster frees the CPU its nodes use for the next test.
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), vc) })
+	waitActive(t, f.key, 1, 1, 3*time.Minute)
+	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+	return f
+}
+
+func (f *tlsFixture) service() string {
+	return fmt.Sprintf("%s.%s.svc.%s:6379", f.name, f.ns, clusterDomain)
+}
+
+func (f *tlsFixture) cluster() *valkeyv1.ValkeyCluster { return getCluster(f.t, f.key) }
+
+func (f *tlsFixture) pods() []corev1.Pod {
+	f.t.Helper()
+	var list corev1.PodList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(f.ns),
+		client.MatchingLabels{valkeyv1.LabelInstance: f.name}); err != nil {
+		f.t.Fatalf("listing pods: %v", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+func (f *tlsFixture) podNames() []string {
+	var out []string
+	for _, p := range f.pods() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// podIdentity is what a restart or a replacement would change.
+type podIdentity struct {
+	UID      types.UID
+	Restarts int32
+}
+
+func (f *tlsFixture) podSnapshot() map[string]podIdentity {
+	out := map[string]podIdentity{}
+	for _, p := range f.pods() {
+		id := podIdentity{UID: p.UID}
+		for _, cs := range p.Status.ContainerStatuses {
+			id.Restarts += cs.RestartCount
+		}
+		out[p.Name] = id
+	}
+	return out
+}
+
+func (f *tlsFixture) assertPodsUntouched(before map[string]podIdentity) {
+	f.t.Helper()
+	after := f.podSnapshot()
+	if len(after) != len(before) {
+		f.t.Fatalf("pods changed: before %v, after %v", before, after)
+	}
+	for name, id := range before {
+		if got, ok := after[name]; !ok || got != id {
+			f.t.Fatalf("pod %s changed: before %+v, after %+v", name, id, got)
+		}
+		if id.Restarts != 0 {
+			f.t.Fatalf("pod %s has restarted %d times", name, id.Restarts)
+		}
+	}
+}
+
+// served reads the leaf each node presents to a new connection, verified
+// against caPEM with the pod's name, as a client would.
+func (f *tlsFixture) served(caPEM []byte) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range f.pods() {
+		if p.Status.PodIP == "" {
+			return nil, fmt.Errorf("pod %s has no address", p.Name)
+		}
+		chain, err := valkey.ServedCertificate(context.Background(), valkey.Target{
+			Address: net.JoinHostPort(p.Status.PodIP, "6379"),
+			TLS:     &valkey.TLS{CA: caPEM, ServerName: render.PodFQDN(p.Name, f.name, f.ns, clusterDomain)},
+			Dialer:  local.Runtime.DialContext,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", p.Name, err)
+		}
+		out[p.Name] = tlssecret.Fingerprint(chain[0].Raw)
+	}
+	return out, nil
+}
+
+// waitServing waits until every node serves the leaf and returns when
+// that was first seen.
+func (f *tlsFixture) waitServing(caPEM []byte, leaf *testcerts.LeafCert, timeout time.Duration) time.Time {
+	f.t.Helper()
+	want := tlssecret.Fingerprint(leaf.Cert.Raw)
+	var at time.Time
+	eventually(f.t, timeout, "every node to serve certificate "+want[:16], func() error {
+		got, err := f.served(caPEM)
+		if err != nil {
+			return err
+		}
+		for node, fp := range got {
+			if fp != want {
+				return fmt.Errorf("node %s serves %s", node, fp[:16])
+			}
+		}
+		at = time.Now()
+		return nil
+	})
+	return at
+}
+
+func (f *tlsFixture) updateSecret(mutate func(s *corev1.Secret)) {
+	f.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s corev1.Secret
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: f.secret}, &s); err != nil {
+			return err
+		}
+		mutate(&s)
+		return k8sClient.Update(context.Background(), &s)
+	})
+	if err != nil {
+		f.t.Fatalf("updating Secret %s: %v", f.secret, err)
+	}
+}
+
+func (f *tlsFixture) rotate(leaf *testcerts.LeafCert, caPEM []byte) {
+	f.t.Helper()
+	f.updateSecret(func(s *corev1.Secret) {
+		s.Data[tlssecret.KeyCert] = leaf.CertPEM
+		s.Data[tlssecret.KeyPrivateKey] = leaf.KeyPEM
+		s.Data[tlssecret.KeyCA] = caPEM
+	})
+}
+
+// waitCondition waits for a condition; an empty message matches any.
+func (f *tlsFixture) waitCondition(typ string, status metav1.ConditionStatus, reason, message string, timeout time.Duration) {
+	f.t.Helper()
+	eventually(f.t, timeout, fmt.Sprintf("condition %s=%s (%s)", typ, status, reason), func() error {
+		c := meta.FindStatusCondition(f.cluster().Status.Conditions, typ)
+		if c == nil {
+			return errors.New("condition not set")
+		}
+		if c.Status != status || c.Reason != reason || (message != "" && c.Message != message) {
+			return fmt.Errorf("%s (%s): %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+}
+
+// waitEvent waits for an Event on the cluster whose note contains note.
+func (f *tlsFixture) waitEvent(typ, reason, note string, timeout time.Duration) {
+	f.t.Helper()
+	eventually(f.t, timeout, fmt.Sprintf("%s Event %s %q", typ, reason, note), func() error {
+		var list eventsv1.EventList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != f.name {
+				continue
+			}
+			if e.Type == typ && e.Reason == reason && strings.Contains(e.Note, note) {
+				return nil
+			}
+			seen = append(seen, e.Type+"/"+e.Reason+": "+e.Note)
+		}
+		return fmt.Errorf("events so far: %q", seen)
+	})
+}
+
+// watchStates records every state other than Active the cluster passes
+// through until the returned function is called.
+func (f *tlsFixture) watchStates() func() []string {
+	var mu sync.Mutex
+	var bad []string
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var vc valkeyv1.ValkeyCluster
+			if err := k8sClient.Get(context.Background(), f.key, &vc); err == nil && vc.Status.State != valkeyv1.StateActive {
+				mu.Lock()
+				bad = append(bad, fmt.Sprintf("%s %s (%s)", time.Now().Format("15:04:05.000"), vc.Status.State, vc.Status.Message))
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string {
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return bad
+	}
+}
+
+// watchCondition records every distinct value one condition takes, so a
+// state that lasts a moment is seen.
+func (f *tlsFixture) watchCondition(typ string) func() []metav1.Condition {
+	f.t.Helper()
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(local.ControlPlane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &valkeyv1.ValkeyClusterList{}, client.InNamespace(f.ns))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []metav1.Condition
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			vc, ok := ev.Object.(*valkeyv1.ValkeyCluster)
+			if !ok || vc.Name != f.name {
+				continue
+			}
+			if c := meta.FindStatusCondition(vc.Status.Conditions, typ); c != nil {
+				mu.Lock()
+				if n := len(seen); n == 0 || seen[n-1].Status != c.Status || seen[n-1].Reason != c.Reason || seen[n-1].Message != c.Message {
+					seen = append(seen, *c)
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []metav1.Condition {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+// replicationCounters returns, from the shard's primary, how many times a
+// replica has synchronised: a replication link that drops and comes back
+// raises one of them.
+func (f *tlsFixture) replicationCounters(caPEM []byte) (syncs string, replicaLink string) {
+	f.t.Helper()
+	ctx := context.Background()
+	for _, p := range f.pods() {
+		n, err := valkey.Dial(ctx, valkey.Target{
+			Address: net.JoinHostPort(p.Status.PodIP, "6379"),
+			TLS:     &valkey.TLS{CA: caPEM, ServerName: render.PodFQDN(p.Name, f.name, f.ns, clusterDomain)},
+			Dialer:  local.Runtime.DialContext,
+		})
+		if err != nil {
+			f.t.Fatalf("connecting to %s: %v", p.Name, err)
+		}
+		info, err := n.Info(ctx, "replication", "stats")
+		n.Close()
+		if err != nil {
+			f.t.Fatalf("INFO on %s: %v", p.Name, err)
+		}
+		switch info["replication"]["role"] {
+		case valkey.RolePrimary:
+			syncs = info["stats"]["sync_full"] + "/" + info["stats"]["sync_partial_ok"]
+		case valkey.RoleReplica:
+			replicaLink = info["replication"]["master_link_status"]
+		}
+	}
+	return syncs, replicaLink
+}
+
+// traffic keeps one client busy with SET and GET until stopped.
+type traffic struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	errs       []error
+	stop       chan struct{}
+	done       chan struct{}
+}
+
+func startTraffic(c vk.Client, prefix string) *traffic {
+	tr := &traffic{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(tr.done)
+		for i := 0; ; i++ {
+			select {
+			case <-tr.stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			k, v := fmt.Sprintf("%s:%d", prefix, i%500), fmt.Sprint(i)
+			err := c.Do(ctx, c.B().Set().Key(k).Value(v).Build()).Error()
+			if err == nil {
+				var got string
+				got, err = c.Do(ctx, c.B().Get().Key(k).Build()).ToString()
+				if err == nil && got != v {
+					err = fmt.Errorf("GET %s = %q, want %q", k, got, v)
+				}
+			}
+			cancel()
+			if err != nil {
+				tr.failed.Add(1)
+				tr.mu.Lock()
+				if len(tr.errs) < 5 {
+					tr.errs = append(tr.errs, err)
+				}
+				tr.mu.Unlock()
+			} else {
+				tr.ok.Add(1)
+			}
+			time.Sleep(5 * time.Millisecond) // pacing the client, not waiting for the operator
+		}
+	}()
+	return tr
+}
+
+func (tr *traffic) finish(t *testing.T) {
+	t.Helper()
+	close(tr.stop)
+	<-tr.done
+	ok, failed := tr.ok.Load(), tr.failed.Load()
+	t.Logf("client traffic: %d requests succeeded, %d failed", ok, failed)
+	if failed != 0 {
+		t.Fatalf("%d client requests failed during the rotation, e.g. %v", failed, tr.errs)
+	}
+	if ok == 0 {
+		t.Fatal("no client request succeeded during the rotation")
+	}
+}
+
+// metricValue reads one series from the operator's metrics registry.
+func metricValue(name string, labels map[string]string) (float64, bool) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, false
+	}
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue next
+				}
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue(), true
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (f *tlsFixture) reloads(result string) float64 {
+	v, _ := metricValue("valkey_tls_reloads_total", map[string]string{"namespace": f.ns, "cluster": f.name, "result": result})
+	return v
+}
+
+// The TLS page: updating the Secret in place reaches every node with no
+// restart, and established connections are not affected.
+func TestTLSLeafRotationInPlace(t *testing.T) {
+	ca := testcerts.NewCA("rotation-leaf-ca")
+	f := newTLSFixture(t, "tls-rotate-leaf", ca)
+	c := clusterClient(t, f.service(), ca.CertPEM)
+	data := writeKeys(t, c, "leaf", 200)
+	f.waitServing(ca.CertPEM, f.leaf, 10*time.Second)
+	before := f.podSnapshot()
+	states := f.watchStates()
+	tr := startTraffic(c, "leaf-traffic")
+
+	next := testcerts.Leaf(ca, f.name, f.ns, clusterDomain)
+	start := time.Now()
+	f.rotate(next, ca.CertPEM)
+	at := f.waitServing(ca.CertPEM, next, 2*time.Minute)
+	t.Logf("Secret updated to every node serving the new certificate: %s (projection delay %s)",
+		at.Sub(start).Round(time.Millisecond), projectionDelay)
+
+	// A new connection is presented the new certificate, and still works.
+	checkKeys(t, clusterClient(t, f.service(), ca.CertPEM), data)
+	tr.finish(t)
+	f.assertPodsUntouched(before)
+	checkKeys(t, c, data)
+	if bad := states(); len(bad) > 0 {
+		t.Fatalf("cluster left Active during the rotation: %v", bad)
+	}
+
+	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent,
+		fmt.Sprintf("all 2 nodes serve the certificate in Secret %q", f.secret), 10*time.Second)
+	f.waitEvent(corev1.EventTypeNormal, controller.ReasonRotationComplete, tlssecret.Fingerprint(next.Cert.Raw)[:16], 10*time.Second)
+	if s := f.cluster().Status.TLS; s == nil || s.NodesServingCurrent != 2 || s.NodesTotal != 2 {
+		t.Fatalf("status.tls = %+v, want 2 of 2 nodes serving", s)
+	}
+	notAfter, ok := metricValue("valkey_cluster_tls_certificate_not_after_seconds", map[string]string{"namespace": f.ns, "cluster": f.name})
+	if !ok || int64(notAfter) != next.Cert.NotAfter.Unix() {
+		t.Errorf("certificate notAfter metric = %v (%v), want %d", notAfter, ok, next.Cert.NotAfter.Unix())
+	}
+	if n := f.reloads("success"); n < 2 {
+		t.Errorf("reloads metric = %v successes, want at least one per node", n)
+	}
+}
+
+// The TLS page's CA rotation: old and new CA bundled while the new leaf
+// spreads, then the new CA alone. No restart, no failed request, the
+// cluster stays Active and the replication link is never re-established.
+func TestTLSCARotationWithBundle(t *testing.T) {
+	oldCA, newCA := testcerts.NewCA("rotation-old-ca"), testcerts.NewCA("rotation-new-ca")
+	f := newTLSFixture(t, "tls-rotate-ca", oldCA)
+	both := testcerts.Bundle(oldCA, newCA)
+	// Clients trust both CAs for the length of the rotation, as they must.
+	c := clusterClient(t, f.service(), both)
+	data := writeKeys(t, c, "ca", 200)
+	syncsBefore, link := f.replicationCounters(oldCA.CertPEM)
+	if link != "up" {
+		t.Fatalf("replica link %q before the rotation", link)
+	}
+	before := f.podSnapshot()
+	states := f.watchStates()
+	tr := startTraffic(c, "ca-traffic")
+
+	// Step 1: both CAs, the new leaf.
+	next := testcerts.Leaf(newCA, f.name, f.ns, clusterDomain)
+	start := time.Now()
+	f.rotate(next, both)
+	at := f.waitServing(both, next, 2*time.Minute)
+	t.Logf("step 1 (bundle and new leaf) on every node after %s", at.Sub(start).Round(time.Millisecond))
+	// Step 2: wait until the operator confirms every node.
+	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+
+	// Step 3: the new CA alone. No handshake shows a node's CA bundle, so
+	// that the nodes load it is seen in the reload count.
+	reloaded := f.reloads("success")
+	start = time.Now()
+	f.rotate(next, newCA.CertPEM)
+	eventually(t, time.Minute, "every node to reload the new CA bundle", func() error {
+		if n := f.reloads("success"); n < reloaded+2 {
+			return fmt.Errorf("%v reloads since step 3", n-reloaded)
+		}
+		c := meta.FindStatusCondition(f.cluster().Status.Conditions, controller.CondCertificatesServed)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("CertificatesServed %v", c)
+		}
+		return nil
+	})
+	t.Logf("step 3 (new CA only) loaded by every node after %s", time.Since(start).Round(time.Millisecond))
+	f.waitServing(newCA.CertPEM, next, 10*time.Second)
+
+	tr.finish(t)
+	f.assertPodsUntouched(before)
+	checkKeys(t, c, data)
+	checkKeys(t, clusterClient(t, f.service(), newCA.CertPEM), data)
+	if bad := states(); len(bad) > 0 {
+		t.Fatalf("cluster left Active during the rotation: %v", bad)
+	}
+	syncsAfter, link := f.replicationCounters(newCA.CertPEM)
+	if link != "up" || syncsAfter != syncsBefore {
+		t.Fatalf("replication: link %q, full/partial syncs %s before and %s after; want the link up and never re-established",
+			link, syncsBefore, syncsAfter)
+	}
+}
+
+// Rotating straight to a new CA is what the TLS page warns against: the
+// operator names the nodes whose certificate the new ca.crt does not trust,
+// and still reloads them, verifying each against the certificate it served
+// before rather than skipping verification.
+func TestTLSCARotationWithoutBundle(t *testing.T) {
+	oldCA, newCA := testcerts.NewCA("nobundle-old-ca"), testcerts.NewCA("nobundle-new-ca")
+	f := newTLSFixture(t, "tls-rotate-nobundle", oldCA)
+	c := clusterClient(t, f.service(), testcerts.Bundle(oldCA, newCA))
+	data := writeKeys(t, c, "nobundle", 100)
+	before := f.podSnapshot()
+	conditions := f.watchCondition(controller.CondCertificatesServed)
+
+	next := testcerts.Leaf(newCA, f.name, f.ns, clusterDomain)
+	f.rotate(next, newCA.CertPEM)
+	want := tlssecret.ServedCertNotTrustedMessage(f.secret, f.podNames())
+	f.waitEvent(corev1.EventTypeWarning, tlssecret.ReasonServedCertNotTrusted, want, 30*time.Second)
+
+	f.waitServing(newCA.CertPEM, next, 2*time.Minute)
+	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+	seen := conditions()
+	found := false
+	for _, c := range seen {
+		if c.Status == metav1.ConditionFalse && c.Reason == tlssecret.ReasonServedCertNotTrusted && c.Message == want {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("CertificatesServed never reported %q; it went through %+v", want, seen)
+	}
+	waitActive(t, f.key, 1, 1, time.Minute)
+	f.assertPodsUntouched(before)
+	checkKeys(t, clusterClient(t, f.service(), newCA.CertPEM), data)
+}
+
+// Expiry is warn-only: the cluster stays Active, the condition and a
+// Warning say so, and clients relying on the expired certificate fail.
+func TestTLSCertificateExpiry(t *testing.T) {
+	ca := testcerts.NewCA("expiry-ca")
+	f := newTLSFixture(t, "tls-expiry", ca)
+	c := clusterClient(t, f.service(), ca.CertPEM)
+	data := writeKeys(t, c, "expiry", 100)
+	before := f.podSnapshot()
+	states := f.watchStates()
+
+	now := time.Now()
+	expired := testcerts.Leaf(ca, f.name, f.ns, clusterDomain, testcerts.WithValidity(now.AddDate(0, 0, -30), now.Add(-time.Hour)))
+	f.rotate(expired, ca.CertPEM)
+	msg := tlssecret.ExpiredMessage(f.secret, expired.Cert.NotAfter)
+	f.waitCondition(controller.CondCertificateExpiringSoon, metav1.ConditionTrue, tlssecret.ReasonCertificateExpiringSoon, msg, 30*time.Second)
+	f.waitEvent(corev1.EventTypeWarning, tlssecret.ReasonCertificateExpired, msg, 10*time.Second)
+	// The nodes serve it, so a client that verifies the certificate fails.
+	eventually(t, time.Minute, "nodes to serve the expired certificate", func() error {
+		_, err := f.served(ca.CertPEM)
+		if err == nil || !strings.Contains(err.Error(), "expired") {
+			return fmt.Errorf("served certificate check: %v", err)
+		}
+		return nil
+	})
+	if vc := f.cluster(); vc.Status.State != valkeyv1.StateActive {
+		t.Fatalf("state %s (%s) with an expired certificate, want Active", vc.Status.State, vc.Status.Message)
+	}
+	// ... and it is still managed normally: the operator reaches every node.
+	eventually(t, 30*time.Second, "the operator to manage the cluster with an expired certificate", func() error {
+		vc := f.cluster()
+		ready := apimeta.FindStatusCondition(vc.Status.Conditions, controller.CondReady)
+		degraded := apimeta.FindStatusCondition(vc.Status.Conditions, controller.CondDegraded)
+		progressing := apimeta.FindStatusCondition(vc.Status.Conditions, controller.CondProgressing)
+		if ready == nil || ready.Status != metav1.ConditionTrue || degraded == nil || degraded.Status != metav1.ConditionFalse ||
+			progressing == nil || progressing.Reason == controller.ReasonUnreachable {
+			return fmt.Errorf("conditions %v", conditionSummary(vc))
+		}
+		return nil
+	})
+
+	soon := testcerts.Leaf(ca, f.name, f.ns, clusterDomain, testcerts.WithValidity(now.Add(-time.Hour), now.AddDate(0, 0, 10)))
+	f.rotate(soon, ca.CertPEM)
+	f.waitCondition(controller.CondCertificateExpiringSoon, metav1.ConditionTrue, tlssecret.ReasonCertificateExpiringSoon,
+		tlssecret.ExpiringSoonMessage(f.secret, soon.Cert.NotAfter), 30*time.Second)
+	// The operator reaches nodes serving an expired certificate to reload
+	// them: a rotation is how expiry gets fixed.
+	f.waitServing(ca.CertPEM, soon, 2*time.Minute)
+
+	fresh := testcerts.Leaf(ca, f.name, f.ns, clusterDomain)
+	f.rotate(fresh, ca.CertPEM)
+	f.waitCondition(controller.CondCertificateExpiringSoon, metav1.ConditionFalse, controller.ReasonNotExpiring, "", 30*time.Second)
+	f.waitServing(ca.CertPEM, fresh, 2*time.Minute)
+	if bad := states(); len(bad) > 0 {
+		t.Fatalf("cluster left Active: %v", bad)
+	}
+	f.assertPodsUntouched(before)
+	checkKeys(t, clusterClient(t, f.service(), ca.CertPEM), data)
+}
+
+// deleteAndWait deletes obj and waits until it is gone.
+func deleteAndWait(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8sClient.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("deleting %s: %v", obj.GetName(), err)
+	}
+	eventually(t, 30*time.Second, obj.GetName()+" to be gone", func() error {
+		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
