@@ -1,6 +1,6 @@
 # The two commands a newcomer needs:
 #   make test        build the test control plane when missing, install valkey when missing, run every test
-#   make playground  run a local control plane + node runtime + operator + a sample TLS cluster
+#   make demo        run a local control plane + node runtime + operator + a sample TLS cluster
 SHELL := /usr/bin/env bash
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
@@ -38,6 +38,10 @@ valkey: ## Install Valkey 8 from bookworm-backports and the Valkey 9 test build 
 .PHONY: test
 test: testbin valkey lint ## Run every test against a real apiserver and real valkey-server.
 	$(GO) test $(GOTEST_FLAGS) ./...
+
+.PHONY: demo
+demo: testbin valkey ## The local playground: control plane, node runtime, operator and a sample TLS cluster.
+	$(GO) run ./cmd/valkey-local demo
 
 .PHONY: help
 help:

@@ -143,7 +143,7 @@ func WaitActive(ctx context.Context, c client.Client, progress func(state, messa
 		var vc valkeyv1.ValkeyCluster
 		if err := c.Get(ctx, key, &vc); err == nil {
 			now := string(vc.Status.State) + " " + vc.Status.Message
-			if now != last && progress != nil {
+			if now != last && progress != nil && vc.Status.State != "" {
 				progress(string(vc.Status.State), vc.Status.Message)
 				last = now
 			}

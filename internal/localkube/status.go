@@ -1,0 +1,239 @@
+package localkube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// computePhase follows the kubelet's getPhase. deleting is the final status
+// of a pod being removed: its containers are all stopped and it ends
+// Succeeded or Failed whatever its restart policy.
+func (w *podWorker) computePhase(pod *corev1.Pod, failedInit, deleting bool) corev1.PodPhase {
+	if failedInit {
+		return corev1.PodFailed
+	}
+	var running, waiting, stopped, succeeded, initPending int
+	for _, c := range w.ctrs {
+		if c.init {
+			if c.term == nil || c.term.ExitCode != 0 {
+				initPending++
+			}
+			continue
+		}
+		switch {
+		case c.proc != nil:
+			running++
+		case c.term != nil:
+			stopped++
+			if c.term.ExitCode == 0 {
+				succeeded++
+			}
+		case c.last != nil:
+			stopped++ // waiting to restart after a run
+		default:
+			waiting++
+		}
+	}
+	if deleting {
+		if stopped > 0 && stopped == succeeded && waiting == 0 && initPending == 0 {
+			return corev1.PodSucceeded
+		}
+		return corev1.PodFailed
+	}
+	switch {
+	case initPending > 0 || waiting > 0:
+		return corev1.PodPending
+	case running > 0:
+		return corev1.PodRunning
+	case stopped > 0:
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+			return corev1.PodRunning
+		}
+		if stopped == succeeded {
+			return corev1.PodSucceeded
+		}
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			return corev1.PodFailed
+		}
+		return corev1.PodRunning
+	}
+	return corev1.PodPending
+}
+
+func (w *podWorker) containerStatus(c *container) corev1.ContainerStatus {
+	st := corev1.ContainerStatus{
+		Name:         c.spec.Name,
+		Image:        c.spec.Image,
+		ImageID:      c.imageID,
+		ContainerID:  c.containerID,
+		RestartCount: c.restarts,
+	}
+	switch {
+	case c.proc != nil:
+		st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt)}
+		st.Started = ptr.To(c.started)
+		st.Ready = c.started && (c.spec.ReadinessProbe == nil || c.ready)
+		if c.init {
+			st.Ready = false
+		}
+	case c.term != nil && c.waitReason == "":
+		st.State.Terminated = c.term
+		st.Started = ptr.To(false)
+		st.Ready = c.init && c.term.ExitCode == 0
+	default:
+		reason, msg := c.waitReason, c.waitMessage
+		if reason == "" {
+			reason = "ContainerCreating"
+			if w.mountErr != nil {
+				msg = w.mountErr.Error()
+			}
+		}
+		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: msg}
+		st.Started = ptr.To(false)
+	}
+	if c.last != nil {
+		st.LastTerminationState.Terminated = c.last
+	}
+	if st.State.Waiting != nil && c.term != nil {
+		st.LastTerminationState.Terminated = c.term
+	}
+	return st
+}
+
+func condition(t corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {
+	c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg}
+	if ok {
+		c.Status = corev1.ConditionTrue
+		c.Reason, c.Message = "", ""
+	}
+	return c
+}
+
+// writeStatus sends the pod's status as a merge patch of the status
+// subresource when it differs from what was last sent.
+func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod) {
+	var ctrStatuses, initStatuses []corev1.ContainerStatus
+	var notReady []string
+	initialized := true
+	for _, c := range w.ctrs {
+		st := w.containerStatus(c)
+		if c.init {
+			initStatuses = append(initStatuses, st)
+			if !(c.term != nil && c.term.ExitCode == 0) {
+				initialized = false
+			}
+			continue
+		}
+		ctrStatuses = append(ctrStatuses, st)
+		if !st.Ready {
+			notReady = append(notReady, c.spec.Name)
+		}
+	}
+	phase := w.phase
+	if phase == "" {
+		phase = corev1.PodPending
+	}
+	terminal := phase == corev1.PodSucceeded || phase == corev1.PodFailed
+	containersReady := len(notReady) == 0 && !terminal
+	readyMsg := ""
+	if len(notReady) > 0 {
+		readyMsg = fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " "))
+	}
+	readyReason := "ContainersNotReady"
+	if terminal {
+		readyReason = "PodCompleted"
+	}
+	ready := containersReady
+	for _, g := range pod.Spec.ReadinessGates {
+		gateOK := false
+		for _, c := range pod.Status.Conditions {
+			if c.Type == g.ConditionType {
+				gateOK = c.Status == corev1.ConditionTrue
+			}
+		}
+		if !gateOK {
+			ready = false
+			if readyMsg == "" {
+				readyReason, readyMsg = "ReadinessGatesNotReady", fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist or is not True", g.ConditionType)
+			}
+		}
+	}
+	initMsg := ""
+	if !initialized {
+		initMsg = "containers with incomplete status: [init]"
+	}
+	conds := []corev1.PodCondition{
+		condition(corev1.PodReadyToStartContainers, w.mounted && !terminal, "", ""),
+		condition(corev1.PodInitialized, initialized, "ContainersNotInitialized", initMsg),
+		condition(corev1.ContainersReady, containersReady, readyReason, readyMsg),
+		condition(corev1.PodReady, ready, readyReason, readyMsg),
+		condition(corev1.PodScheduled, true, "", ""),
+	}
+	// Keep transition times while a condition's status stays, and the
+	// conditions others own (readiness gates, DisruptionTarget, ...).
+	managed := map[corev1.PodConditionType]bool{}
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	if w.conds == nil {
+		w.conds = map[corev1.PodConditionType]corev1.PodCondition{}
+		for _, old := range pod.Status.Conditions {
+			w.conds[old.Type] = old
+		}
+	}
+	for i := range conds {
+		managed[conds[i].Type] = true
+		conds[i].LastTransitionTime = now
+		if old, ok := w.conds[conds[i].Type]; ok && old.Status == conds[i].Status {
+			conds[i].LastTransitionTime = old.LastTransitionTime
+		}
+		w.conds[conds[i].Type] = conds[i]
+	}
+	for _, old := range pod.Status.Conditions {
+		if !managed[old.Type] {
+			conds = append(conds, old)
+		}
+	}
+	sort.SliceStable(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
+
+	status := map[string]any{
+		"phase":                 phase,
+		"conditions":            conds,
+		"hostIP":                nodeAddress,
+		"hostIPs":               []corev1.HostIP{{IP: nodeAddress}},
+		"containerStatuses":     ctrStatuses,
+		"initContainerStatuses": initStatuses,
+	}
+	if w.hasAddr {
+		status["podIP"] = w.addr.String()
+		status["podIPs"] = []corev1.PodIP{{IP: w.addr.String()}}
+	}
+	if !w.startTime.IsZero() {
+		status["startTime"] = metav1.NewTime(w.startTime)
+	}
+	body, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		w.r.log.Error(err, "encoding pod status")
+		return
+	}
+	if string(body) == string(w.lastPatch) {
+		return
+	}
+	_, err = w.r.cs.CoreV1().Pods(w.ns).Patch(ctx, w.name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			w.r.log.Error(err, "writing pod status", "pod", w.ns+"/"+w.name)
+			w.retryAt = time.Now().Add(retryDelay)
+		}
+		return
+	}
+	w.lastPatch = body
+}

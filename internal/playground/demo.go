@@ -1,0 +1,134 @@
+package playground
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/localkube"
+	"github.com/gomomento/valkey-operator/internal/testbin"
+)
+
+// DemoOptions configure Demo.
+type DemoOptions struct {
+	// Dir holds the kubeconfig, ca.crt, logs and pod files. Default .local.
+	Dir string
+	// EtcHosts keeps pod and Service names in /etc/hosts (root only), so the
+	// printed valkey-cli command works from any shell.
+	EtcHosts bool
+	// ProjectionDelay: how long Secret changes take to reach pod files.
+	ProjectionDelay time.Duration
+	// Out receives progress and the commands to try. Default os.Stdout.
+	Out io.Writer
+	// Ready, when set, is called with the sample once it is Active.
+	Ready func(ctx context.Context, s *Sample) error
+}
+
+// Demo runs the local control plane and node runtime, the operator, and the
+// sample TLS cluster; it prints how to reach the cluster once it is Active
+// and runs until ctx ends.
+func Demo(ctx context.Context, opts DemoOptions) (err error) {
+	if opts.Dir == "" {
+		opts.Dir = ".local"
+	}
+	out := opts.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintln(out, "starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the node runtime")
+	l, err := localkube.StartLocal(ctx, localkube.LocalOptions{
+		Dir: opts.Dir, EtcHosts: opts.EtcHosts, ProjectionDelay: opts.ProjectionDelay, Out: out,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "stopping the cluster's pods and the control plane")
+		if serr := l.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	dir, _ := filepath.Abs(opts.Dir)
+
+	logFile, err := os.Create(filepath.Join(dir, "operator.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.InfoLevel)))
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(l.ControlPlane.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("creating the operator: %w", err)
+	}
+	opOpts := controller.DefaultOptions()
+	if err := controller.SetupWithRuntime(mgr, opOpts, controller.Runtime{NodePath: l.Runtime.HostPath}); err != nil {
+		return err
+	}
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	fmt.Fprintf(out, "operator running (log: %s)\n", logFile.Name())
+
+	c, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	sample, err := Install(ctx, c, filepath.Join(root, "config", "samples"), dir, opOpts.ClusterDomain)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "applied config/samples: ValkeyImage valkey-8, ValkeyConfig standard, ValkeyCluster %s/%s\n", Namespace, Cluster)
+	if err := WaitActive(ctx, c, func(state, message string) {
+		if message != "" {
+			state += ": " + message
+		}
+		fmt.Fprintf(out, "ValkeyCluster %s/%s: %s\n", Namespace, Cluster, state)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nready after %s. Try:\n\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(out, "  kubectl --kubeconfig %s get valkeyclusters,valkeynodes -A\n", l.Kubeconfig)
+	if opts.EtcHosts {
+		fmt.Fprintf(out, "  %s\n", sample.Command())
+	} else {
+		fmt.Fprintf(out, "  (run as root, or with --etc-hosts, for pod names to resolve outside this process)\n")
+	}
+	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
+	if opts.Ready != nil {
+		if err := opts.Ready(ctx, sample); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-mgrDone:
+		if err != nil {
+			return fmt.Errorf("operator stopped: %w", err)
+		}
+	}
+	return nil
+}
