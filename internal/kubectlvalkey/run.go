@@ -1,0 +1,176 @@
+package kubectlvalkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// DialFunc opens a connection; net.Dialer.DialContext fits.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// ResolveFunc resolves a host name to addresses; net.Resolver.LookupHost fits.
+type ResolveFunc func(ctx context.Context, host string) ([]string, error)
+
+// Env is what a run reads and writes besides the cluster.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// Dialer opens every connection to Valkey; nil uses net.Dialer.
+	Dialer DialFunc
+	// Resolver resolves the Service name; nil uses the system resolver.
+	Resolver ResolveFunc
+}
+
+// UsageError is a command line that cannot run.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ExitCode maps Run's error to the process exit status: 0 success, 1 a
+// failed check or command, 2 a bad command line.
+func ExitCode(err error) int {
+	var u *UsageError
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+		return 0
+	case errors.As(err, &u):
+		return 2
+	default:
+		return 1
+	}
+}
+
+const usage = `kubectl valkey: inspect Valkey clusters run by the Valkey operator.
+
+Usage:
+  kubectl valkey status CLUSTER [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]
+  kubectl valkey verify-tls CLUSTER [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]
+      [--ca FILE] [--user NAME --password PASSWORD] [--address HOST:PORT]
+      [--cluster-domain DOMAIN] [--timeout DURATION]
+
+Run "kubectl valkey COMMAND --help" for a command's flags.
+`
+
+// Run executes one plugin invocation; args exclude the program name.
+func Run(ctx context.Context, args []string, env Env) error {
+	if env.Stdout == nil {
+		env.Stdout = io.Discard
+	}
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, usage)
+		return usageErrorf("no command given")
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "status":
+		return runStatus(ctx, rest, env)
+	case "verify-tls":
+		return runVerifyTLS(ctx, rest, env)
+	case "help", "-h", "--help":
+		fmt.Fprint(env.Stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(env.Stderr, usage)
+		return usageErrorf("unknown command %q", cmd)
+	}
+}
+
+// commonFlags are the cluster-access flags every command takes.
+type commonFlags struct {
+	namespace  string
+	kubeconfig string
+	context    string
+}
+
+func (c *commonFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVarP(&c.namespace, "namespace", "n", "", "Namespace of the cluster (default: the kubeconfig context's).")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "Path of the kubeconfig (default: $KUBECONFIG, then ~/.kube/config).")
+	fs.StringVar(&c.context, "context", "", "Kubeconfig context to use (default: the current one).")
+}
+
+// parse parses the flags and returns the one positional argument, the
+// cluster name. Flags may come before or after it, as with kubectl.
+func parse(fs *pflag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return "", err
+		}
+		return "", usageErrorf("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() != 1 {
+		return "", usageErrorf("%s: want exactly one CLUSTER argument, got %d", fs.Name(), fs.NArg())
+	}
+	return fs.Arg(0), nil
+}
+
+func newFlagSet(name, synopsis string, env Env) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "Usage: kubectl valkey %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+	}
+	return fs
+}
+
+func runStatus(ctx context.Context, args []string, env Env) error {
+	var common commonFlags
+	fs := newFlagSet("status", "status CLUSTER [flags]", env)
+	common.bind(fs)
+	name, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	conn, err := connect(common)
+	if err != nil {
+		return err
+	}
+	return Status(ctx, conn.client, conn.namespace, name, env.Stdout)
+}
+
+func runVerifyTLS(ctx context.Context, args []string, env Env) error {
+	var (
+		common  commonFlags
+		caFile  string
+		timeout time.Duration
+	)
+	v := Verifier{Dialer: env.Dialer, Resolver: env.Resolver, Out: env.Stdout}
+	fs := newFlagSet("verify-tls", "verify-tls CLUSTER [flags]", env)
+	common.bind(fs)
+	fs.StringVar(&caFile, "ca", "", "PEM file of the CA to verify against (default: ca.crt of the cluster's TLS Secret).")
+	fs.StringVar(&v.User, "user", "", "ACL user to authenticate as before PING.")
+	fs.StringVar(&v.Password, "password", "", "Password of --user (or of the default user when --user is empty).")
+	fs.StringVar(&v.Address, "address", "", "HOST:PORT to reach the cluster's Service at, e.g. a local port-forward; skips the per-node checks.")
+	fs.StringVar(&v.ClusterDomain, "cluster-domain", defaultClusterDomain, "DNS suffix of the cluster's Service and pod names.")
+	fs.DurationVar(&timeout, "timeout", defaultTimeout, "Bound on each connection and reply.")
+	name, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if v.User != "" && v.Password == "" {
+		return usageErrorf("verify-tls: --user needs --password")
+	}
+	if caFile != "" {
+		if v.CA, err = readCAFile(caFile); err != nil {
+			return err
+		}
+	}
+	v.Timeout = timeout
+	conn, err := connect(common)
+	if err != nil {
+		return err
+	}
+	v.Client, v.Namespace, v.Cluster = conn.client, conn.namespace, name
+	return v.Verify(ctx)
+}

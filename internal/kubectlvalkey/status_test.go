@@ -1,0 +1,141 @@
+package kubectlvalkey
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+)
+
+func TestWriteStatus(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	notAfter := metav1.NewTime(now.Add(89*24*time.Hour + time.Hour))
+
+	active := tlsCluster()
+	active.Status = valkeyv1.ValkeyClusterStatus{
+		State:         valkeyv1.StateActive,
+		Shards:        2,
+		Nodes:         []string{"cache-1a2b3", "cache-4c5d6", "cache-7e8f9", "cache-0a1b2"},
+		ReadyNodes:    4,
+		SlotsAssigned: 16384,
+		Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "ClusterFormed", Message: "all 16384 slots served"},
+			{Type: "CertificatesServed", Status: metav1.ConditionTrue, Reason: "ServingCurrent", Message: "all 4 nodes serve\nthe certificate"},
+		},
+		ShardStatuses: []valkeyv1.ShardStatus{
+			{Index: 1, Primary: "cache-7e8f9", Replicas: []string{"cache-0a1b2"}, Slots: "8192-16383", SlotCount: 8192},
+			{Index: 0, Primary: "cache-1a2b3", Replicas: []string{"cache-4c5d6"}, Slots: "0-8191", SlotCount: 8192},
+		},
+		TLS: &valkeyv1.TLSStatus{Fingerprint: "ab12", NotAfter: &notAfter, NodesServingCurrent: 3, NodesTotal: 4},
+	}
+	node := func(name string, shard int32, role valkeyv1.NodeRole, lc valkeyv1.NodeLifecycle, ip string) valkeyv1.ValkeyNode {
+		return valkeyv1.ValkeyNode{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name},
+			Spec:       valkeyv1.ValkeyNodeSpec{ClusterName: testCluster, ShardIndex: shard, Lifecycle: lc},
+			Status:     valkeyv1.ValkeyNodeStatus{Role: role, PodIP: ip},
+		}
+	}
+	activeNodes := []valkeyv1.ValkeyNode{
+		node("cache-7e8f9", 1, valkeyv1.RolePrimary, valkeyv1.LifecycleActive, "10.0.0.3"),
+		node("cache-4c5d6", 0, valkeyv1.RoleReplica, "", "10.0.0.2"),
+		node("cache-1a2b3", 0, valkeyv1.RolePrimary, valkeyv1.LifecycleActive, "10.0.0.1"),
+		node("cache-0a1b2", 1, valkeyv1.RoleReplica, valkeyv1.LifecycleJoining, "10.0.0.4"),
+	}
+
+	fresh := tlsCluster()
+	fresh.Spec.TLS = nil
+
+	cases := []struct {
+		name  string
+		vc    *valkeyv1.ValkeyCluster
+		nodes []valkeyv1.ValkeyNode
+		want  string
+	}{
+		{
+			name:  "active TLS cluster",
+			vc:    active,
+			nodes: activeNodes,
+			want: `Cluster:      app/cache
+State:        Active
+Message:      -
+Spec:         shards 1, replicasPerShard 1
+Shards:       2
+Nodes:        4 ready of 4
+Slots:        16384/16384 assigned
+TLS Secret:   cache-tls
+Certificate:  sha256 ab12
+Not after:    2025-08-29T13:00:00Z (in 89d)
+Serving:      3/4 nodes serve the current certificate
+
+CONDITION           STATUS  REASON          MESSAGE
+Ready               True    ClusterFormed   all 16384 slots served
+CertificatesServed  True    ServingCurrent  all 4 nodes serve the certificate
+
+SHARD  PRIMARY      REPLICAS     SLOTS       SLOT COUNT
+0      cache-1a2b3  cache-4c5d6  0-8191      8192
+1      cache-7e8f9  cache-0a1b2  8192-16383  8192
+
+NODE         SHARD  ROLE     LIFECYCLE  POD IP
+cache-1a2b3  0      primary  Active     10.0.0.1
+cache-4c5d6  0      replica  Active     10.0.0.2
+cache-7e8f9  1      primary  Active     10.0.0.3
+cache-0a1b2  1      replica  Joining    10.0.0.4
+`,
+		},
+		{
+			name: "plaintext cluster without status",
+			vc:   fresh,
+			want: `Cluster:  app/cache
+State:    Creating
+Message:  -
+Spec:     shards 1, replicasPerShard 1
+Shards:   0
+Nodes:    0 ready of 0
+Slots:    0/16384 assigned
+
+CONDITION  STATUS  REASON  MESSAGE
+-          -       -       -
+
+SHARD  PRIMARY  REPLICAS  SLOTS  SLOT COUNT
+
+NODE  SHARD  ROLE  LIFECYCLE  POD IP
+`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			if err := writeStatus(&out, tc.vc, tc.nodes, now); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tc.want {
+				t.Errorf("got:\n%s\nwant:\n%s", out.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestStatusReadsOnlyTheClustersNodes(t *testing.T) {
+	vc := tlsCluster()
+	vc.Status.State = valkeyv1.StateActive
+	mine := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "cache-1a2b3"},
+		Spec: valkeyv1.ValkeyNodeSpec{ClusterName: testCluster}}
+	theirs := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "other-9f8e7"},
+		Spec: valkeyv1.ValkeyNodeSpec{ClusterName: "other"}}
+	c := fakeClient(t, vc, mine, theirs)
+
+	var out strings.Builder
+	if err := Status(context.Background(), c, testNS, testCluster, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "cache-1a2b3") || strings.Contains(out.String(), "other-9f8e7") {
+		t.Errorf("nodes listed wrongly:\n%s", out.String())
+	}
+	if err := Status(context.Background(), c, testNS, "missing", &out); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("missing cluster: err = %v", err)
+	}
+}
