@@ -48,3 +48,17 @@ const (
 	// ReasonServingCurrent: every node serves the Secret's certificate.
 	ReasonServingCurrent = "ServingCurrent"
 )
+
+// Reasons of the ACLApplied condition beyond those above.
+const (
+	// ReasonACLCurrent: every node's ACL LIST matches the rendered file.
+	ReasonACLCurrent = "ACLCurrent"
+	// ReasonACLRejected: a node's ACL LOAD failed; it keeps its previous rules.
+	ReasonACLRejected = "ACLRejected"
+	// ReasonACLPending: a node loaded its mounted file, which is not the
+	// rendered one yet.
+	ReasonACLPending = "ACLPending"
+	// ReasonACLLoadUnsafe: a replica runs other rules than the rendered file
+	// and a Valkey release that crashes on ACL LOAD, so it is not reloaded.
+	ReasonACLLoadUnsafe = "ACLLoadUnsafe"
+)

@@ -101,6 +101,9 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := SetupTLSReload(mgr, opts, dialer, rt.NodePath); err != nil {
 		return err
 	}
+	if err := SetupACLReload(mgr, opts, dialer); err != nil {
+		return err
+	}
 	return nil
 }
 

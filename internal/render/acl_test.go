@@ -40,7 +40,7 @@ var (
 
 // systemLines are the documented system users (Valkey 9).
 func systemLines() string {
-	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster +acl|load +ping +info +config|set\n" +
+	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster +acl|load +acl|list +ping +info +config|set ~* +migrate +restore-asking +select\n" +
 		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels +psync +replconf +ping +cluster|syncslots\n"
 }
 

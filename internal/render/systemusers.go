@@ -8,8 +8,9 @@ import (
 )
 
 // The operator's own Valkey users. Their names and grants are the documented
-// ones, byte for byte; they are rendered after every user binding so nothing
-// earlier in the ACL file can shadow them, and they get no key or channel.
+// ones, plus the operator's MIGRATE rights (see operatorGrants); they are
+// rendered after every user binding so nothing earlier in the ACL file can
+// shadow them, and they get no channel.
 const (
 	// OperatorUser is what the operator authenticates as on every node.
 	OperatorUser = "_momento_operator"
@@ -18,7 +19,15 @@ const (
 )
 
 var (
-	operatorGrants    = []string{"+cluster", "+acl|load", "+ping", "+info", "+config|set"}
+	// The documented operator grants plus +acl|list, with which the ACL
+	// reloader confirms that a node runs the rendered file rather than an
+	// older one its mount still held; then what classic resharding (slot
+	// moves on clusters with a node below Valkey 9.0, which has no CLUSTER
+	// MIGRATESLOTS) needs: the operator runs MIGRATE on the source, which
+	// reads and deletes the keys (~* and +migrate) and authenticates on the
+	// target as this same user, where it sends SELECT and RESTORE-ASKING.
+	// No command that reads or writes a value for a client is granted.
+	operatorGrants    = []string{"+cluster", "+acl|load", "+acl|list", "+ping", "+info", "+config|set", "~*", "+migrate", "+restore-asking", "+select"}
 	replicationGrants = []string{"+psync", "+replconf", "+ping"}
 )
 

@@ -55,8 +55,8 @@ func (n *Node) AclLoad(ctx context.Context) error {
 	return n.exec(ctx, "ACL LOAD", func(b valkey.Builder) valkey.Completed { return b.AclLoad().Build() })
 }
 
-// AclList returns the node's ACL rules, one user per line. The operator
-// user lacks acl|list.
+// AclList returns the node's ACL rules, one user per line; the ACL reloader
+// compares them with the rendered file.
 func (n *Node) AclList(ctx context.Context) ([]string, error) {
 	rules, err := n.do(ctx, func(b valkey.Builder) valkey.Completed { return b.AclList().Build() }).AsStrSlice()
 	return rules, n.wrap("ACL LIST", err)

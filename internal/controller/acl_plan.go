@@ -1,0 +1,381 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// How the ACL reloader paces itself. A node's mounted file trails the Secret
+// by the kubelet's projection delay, so after a change the reloader retries
+// soon until every node runs the rendered rules, for a bounded time, and
+// then falls back to its tick.
+const (
+	aclRetryPending     = time.Second
+	aclRetryUnreachable = 5 * time.Second
+	aclConvergeWindow   = 2 * time.Minute
+)
+
+// aclUser is one user's ACL as Valkey enforces it, reduced to what a
+// rendered line and an ACL LIST line of the same rules have in common.
+// Valkey rewrites rules when it stores them (it lowercases commands and
+// categories, drops a command or category rule that a later rule for the
+// same name overrides, drops subcommand rules that a later rule for the
+// whole command overrides, merges a pattern's read and write flags, and
+// adds sanitize-payload, resetchannels and -@all); normalising both sides
+// the same way makes equal rules compare equal, in either direction.
+type aclUser struct {
+	On        bool
+	NoPass    bool
+	Hashes    []string // sorted, distinct
+	Root      aclSelector
+	Selectors []aclSelector
+}
+
+type aclSelector struct {
+	// Keys maps a key pattern to its access: "R", "W" or "RW".
+	Keys map[string]string
+	// Channels are the channel patterns, sorted and distinct.
+	Channels []string
+	// AllCommands is set by +@all, cleared by -@all.
+	AllCommands bool
+	// Commands are the command and category rules in effect, in order.
+	Commands []string
+	// Other keeps tokens this normalisation does not know, verbatim, so
+	// that they still have to match.
+	Other []string
+}
+
+// parseACLLine parses "user <name> <rules...>", as rendered or as ACL LIST
+// prints it.
+func parseACLLine(line string) (string, aclUser, error) {
+	fields := strings.Fields(line)
+	if len(fields) < 2 || fields[0] != "user" {
+		return "", aclUser{}, fmt.Errorf("not a user line: %q", truncate(line, 80))
+	}
+	name := fields[1]
+	u := aclUser{Root: newSelector()}
+	for i := 2; i < len(fields); i++ {
+		f := fields[i]
+		if strings.HasPrefix(f, "(") {
+			var parts []string
+			for ; i < len(fields); i++ {
+				parts = append(parts, fields[i])
+				if strings.HasSuffix(fields[i], ")") {
+					break
+				}
+			}
+			body := strings.Join(parts, " ")
+			if !strings.HasSuffix(body, ")") {
+				return "", aclUser{}, fmt.Errorf("user %q: unterminated selector", name)
+			}
+			sel := newSelector()
+			for _, t := range strings.Fields(body[1 : len(body)-1]) {
+				sel.apply(t)
+			}
+			u.Selectors = append(u.Selectors, sel.finish())
+			continue
+		}
+		switch {
+		case f == "on":
+			u.On = true
+		case f == "off":
+			u.On = false
+		case f == "nopass":
+			u.NoPass, u.Hashes = true, nil
+		case f == "resetpass":
+			u.NoPass, u.Hashes = false, nil
+		case strings.HasPrefix(f, "#"):
+			u.NoPass = false
+			u.Hashes = append(u.Hashes, strings.ToLower(f[1:]))
+		case f == "sanitize-payload" || f == "skip-sanitize-payload":
+			// Valkey's default, printed by ACL LIST on some versions.
+		default:
+			u.Root.apply(f)
+		}
+	}
+	slices.Sort(u.Hashes)
+	u.Hashes = slices.Compact(u.Hashes)
+	u.Root = u.Root.finish()
+	return name, u, nil
+}
+
+func newSelector() aclSelector { return aclSelector{Keys: map[string]string{}} }
+
+func (s *aclSelector) apply(t string) {
+	switch {
+	case t == "resetkeys":
+		s.Keys = map[string]string{}
+	case t == "allkeys":
+		s.addKey("*", "RW")
+	case t == "resetchannels":
+		s.Channels = nil
+	case t == "allchannels":
+		s.Channels = []string{"*"}
+	case t == "allcommands" || strings.EqualFold(t, "+@all"):
+		s.AllCommands, s.Commands = true, nil
+	case t == "nocommands" || strings.EqualFold(t, "-@all"):
+		s.AllCommands, s.Commands = false, nil
+	case strings.HasPrefix(t, "~"):
+		s.addKey(t[1:], "RW")
+	case strings.HasPrefix(t, "%"):
+		flags, pattern, ok := strings.Cut(t[1:], "~")
+		if !ok {
+			s.Other = append(s.Other, t)
+			return
+		}
+		s.addKey(pattern, strings.ToUpper(flags))
+	case strings.HasPrefix(t, "&"):
+		s.Channels = append(s.Channels, t[1:])
+	case strings.HasPrefix(t, "+") || strings.HasPrefix(t, "-"):
+		s.addCommand(strings.ToLower(t))
+	default:
+		s.Other = append(s.Other, t)
+	}
+}
+
+func (s *aclSelector) addKey(pattern, flags string) {
+	have := s.Keys[pattern]
+	r := strings.Contains(have+flags, "R")
+	w := strings.Contains(have+flags, "W")
+	switch {
+	case r && w:
+		s.Keys[pattern] = "RW"
+	case r:
+		s.Keys[pattern] = "R"
+	case w:
+		s.Keys[pattern] = "W"
+	}
+}
+
+// addCommand applies a rule the way Valkey records it: a rule replaces any
+// earlier rule for the same name, and a rule for a whole command also
+// replaces the earlier rules for its subcommands.
+func (s *aclSelector) addCommand(rule string) {
+	name := rule[1:]
+	whole := !strings.HasPrefix(name, "@") && !strings.Contains(name, "|")
+	s.Commands = slices.DeleteFunc(s.Commands, func(r string) bool {
+		n := r[1:]
+		return n == name || (whole && strings.HasPrefix(n, name+"|"))
+	})
+	s.Commands = append(s.Commands, rule)
+}
+
+func (s aclSelector) finish() aclSelector {
+	if slices.Contains(s.Channels, "*") {
+		s.Channels = []string{"*"}
+	}
+	slices.Sort(s.Channels)
+	s.Channels = slices.Compact(s.Channels)
+	return s
+}
+
+func (s aclSelector) equal(o aclSelector) bool {
+	if len(s.Keys) != len(o.Keys) {
+		return false
+	}
+	for k, v := range s.Keys {
+		if o.Keys[k] != v {
+			return false
+		}
+	}
+	return slices.Equal(s.Channels, o.Channels) && s.AllCommands == o.AllCommands &&
+		slices.Equal(s.Commands, o.Commands) && slices.Equal(s.Other, o.Other)
+}
+
+func (u aclUser) equal(o aclUser) bool {
+	if u.On != o.On || u.NoPass != o.NoPass || !slices.Equal(u.Hashes, o.Hashes) ||
+		!u.Root.equal(o.Root) || len(u.Selectors) != len(o.Selectors) {
+		return false
+	}
+	for i := range u.Selectors {
+		if !u.Selectors[i].equal(o.Selectors[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseACLLines parses an ACL file or ACL LIST output into users by name,
+// skipping blank lines.
+func parseACLLines(lines []string) (map[string]aclUser, error) {
+	out := map[string]aclUser{}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		name, u, err := parseACLLine(l)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("user %q defined twice", name)
+		}
+		out[name] = u
+	}
+	return out, nil
+}
+
+// diffACL describes how what a node runs differs from what was rendered,
+// naming users but never their password hashes; "" when they agree.
+func diffACL(want, got map[string]aclUser) string {
+	var missing, extra, changed []string
+	for name, w := range want {
+		g, ok := got[name]
+		switch {
+		case !ok:
+			missing = append(missing, name)
+		case !w.equal(g):
+			changed = append(changed, name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	var parts []string
+	for _, d := range []struct {
+		what  string
+		names []string
+	}{{"missing", missing}, {"different", changed}, {"not rendered", extra}} {
+		if len(d.names) > 0 {
+			sort.Strings(d.names)
+			parts = append(parts, fmt.Sprintf("%s users %v", d.what, d.names))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// aclLoadFixed is the first Valkey 8 release whose replicas survive ACL
+// LOAD: from 8.0.0 up to 8.0.2 the command dereferences the user of the
+// replication link's client, which has none, and the replica crashes
+// (valkey-io/valkey#1832, fixed in 8.0.3 by #1842). Earlier releases than
+// 8.0 are not supported, later majors have the fix.
+var aclLoadFixed = valkey.Version{Major: 8, Minor: 0, Patch: 3}
+
+// aclLoadUnsafe says whether ACL LOAD would crash a node.
+func aclLoadUnsafe(v valkey.Version, role string) bool {
+	return role == valkey.RoleReplica && v.Major == 8 && v.Minor == 0 && !v.AtLeast(aclLoadFixed)
+}
+
+// aclNode is what one pass learned about one node.
+type aclNode struct {
+	Name string
+	// Unreachable: the node could not be asked (connect, auth, timeout).
+	Unreachable error
+	// Rejected: ACL LOAD returned an error reply; the node keeps its
+	// previous rules.
+	Rejected error
+	// Diff is how the node's ACL LIST differs from the rendered file after
+	// a successful ACL LOAD: its mounted file is not the rendered one yet.
+	Diff string
+	// Unsafe is the version of a node that runs other rules than the
+	// rendered file and would crash on ACL LOAD, which is not sent.
+	Unsafe string
+}
+
+func (n aclNode) current() bool {
+	return n.Unreachable == nil && n.Rejected == nil && n.Diff == "" && n.Unsafe == ""
+}
+
+// aclInput is one pass over a cluster.
+type aclInput struct {
+	Secret string
+	Nodes  []aclNode
+	// Age is how long the cluster's nodes have not all run the rendered
+	// file (zero when they just did or the file just changed).
+	Age  time.Duration
+	Tick time.Duration
+}
+
+type aclReport struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+	Requeue time.Duration
+	// Rejected are the nodes that refused the file, for Events.
+	Rejected []aclNode
+}
+
+// summarizeACL turns a pass into the ACLApplied condition and when to look
+// again. A rejected file outranks an unreachable node, which outranks a
+// node whose file has not been projected yet: each is what a user must act
+// on first.
+func summarizeACL(in aclInput) aclReport {
+	rep := aclReport{Requeue: in.Tick}
+	if len(in.Nodes) == 0 {
+		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonWaiting
+		rep.Message = "no running node to load the ACL file into yet"
+		return rep
+	}
+	var unreachable, pending, unsafe []string
+	unsafeVersion := ""
+	var firstUnreachable error
+	pendingDiff := ""
+	for _, n := range in.Nodes {
+		switch {
+		case n.Rejected != nil:
+			rep.Rejected = append(rep.Rejected, n)
+		case n.Unsafe != "":
+			unsafe = append(unsafe, n.Name)
+			unsafeVersion = n.Unsafe
+		case n.Unreachable != nil:
+			if firstUnreachable == nil {
+				firstUnreachable = n.Unreachable
+			}
+			unreachable = append(unreachable, n.Name)
+		case n.Diff != "":
+			if pendingDiff == "" {
+				pendingDiff = n.Diff
+			}
+			pending = append(pending, n.Name)
+		}
+	}
+	total := len(in.Nodes)
+	switch {
+	case len(rep.Rejected) > 0:
+		var parts []string
+		for _, n := range rep.Rejected {
+			parts = append(parts, fmt.Sprintf("node %s: %s", n.Name, truncate(n.Rejected.Error(), 300)))
+		}
+		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonACLRejected
+		rep.Message = fmt.Sprintf("%d of %d nodes rejected the ACL file in Secret %q and keep their previous ACL rules: %s",
+			len(rep.Rejected), total, in.Secret, strings.Join(parts, "; "))
+	case len(unsafe) > 0:
+		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonACLLoadUnsafe
+		rep.Message = fmt.Sprintf("%d of %d nodes %v are replicas running Valkey %s, which crashes on ACL LOAD (fixed in %s): "+
+			"they keep their previous ACL rules until upgraded or replaced, and do not run the ACL file in Secret %q",
+			len(unsafe), total, unsafe, unsafeVersion, aclLoadFixed, in.Secret)
+		return rep
+	case len(unreachable) > 0:
+		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonUnreachable
+		rep.Message = fmt.Sprintf("cannot reach %d of %d nodes %v to load the ACL file in Secret %q: %s",
+			len(unreachable), total, unreachable, in.Secret, truncate(firstUnreachable.Error(), 300))
+	case len(pending) > 0:
+		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonACLPending
+		rep.Message = fmt.Sprintf("%d of %d nodes %v do not run the ACL file in Secret %q yet (%s); their mounted file has not been updated",
+			len(pending), total, pending, in.Secret, pendingDiff)
+	default:
+		rep.Status, rep.Reason = metav1.ConditionTrue, ReasonACLCurrent
+		rep.Message = fmt.Sprintf("all %d nodes run the ACL rules in Secret %q", total, in.Secret)
+		return rep
+	}
+	if in.Age < aclConvergeWindow {
+		switch {
+		case len(pending) > 0:
+			rep.Requeue = aclRetryPending
+		default:
+			rep.Requeue = aclRetryUnreachable
+		}
+		rep.Requeue = min(rep.Requeue, in.Tick)
+	}
+	return rep
+}
