@@ -14,13 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	vkgo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -442,26 +440,13 @@ func isServerError(err error) bool {
 	return errors.As(err, &ve)
 }
 
-// writeStatus writes only the ACLApplied condition, by read-modify-write
-// of a fresh copy under optimistic concurrency: a merge patch would replace
-// the whole condition list and could drop what another controller wrote.
+// writeStatus writes only the ACLApplied condition.
 func (r *ACLReloader) writeStatus(ctx context.Context, key types.NamespacedName, rep aclReport) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var vc valkeyv1.ValkeyCluster
-		if err := r.APIReader.Get(ctx, key, &vc); err != nil {
-			return err
-		}
-		if vc.Status.State == valkeyv1.StateInvalid || !vc.DeletionTimestamp.IsZero() {
-			return nil
-		}
-		before := vc.Status.DeepCopy()
-		setCondition(&vc, CondACLApplied, rep.Status, rep.Reason, rep.Message)
-		if equality.Semantic.DeepEqual(before, &vc.Status) {
-			return nil
-		}
-		return r.Status().Update(ctx, &vc)
+	err := updateClusterStatus(ctx, r.Client, r.APIReader, key, func(vc *valkeyv1.ValkeyCluster) bool {
+		setCondition(vc, CondACLApplied, rep.Status, rep.Reason, rep.Message)
+		return true
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil {
 		return fmt.Errorf("writing ACL status: %w", err)
 	}
 	return nil

@@ -18,10 +18,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// errClassicMigration steers the loop: resharding on Valkey 8 is not
-// implemented by this build of the operator.
-var errClassicMigration = errors.New("moving slots on Valkey below 9.0 needs MIGRATE-based resharding, which this operator version does not perform; upgrade every node to Valkey 9")
-
 // act performs one planned action. It returns an error only when the action
 // failed; the caller reports it and retries on the next tick.
 func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster, rc render.Cluster, res *resolve.Result, o *observed, conn *connector, a topology.Action) error {
@@ -118,8 +114,11 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 		}
 	case topology.KindMigrateSlots:
 		m := a.MigrateSlots
-		if m.Method != topology.MigrationAtomic {
-			return errClassicMigration
+		if m.Method == topology.MigrationClassic {
+			if err := r.migrateClassic(ctx, o, conn, m); err != nil {
+				return err
+			}
+			break
 		}
 		if err := onNode(m.From, func(n *valkey.Node) error {
 			return n.ClusterMigrateSlots(ctx, m.ToID, toValkeyRanges(m.Slots)...)
@@ -131,6 +130,48 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", truncate(describe(a), 1000))
 	return nil
+}
+
+// migrateClassic moves one batch of slots with SETSLOT and MIGRATE, on a
+// cluster where some node runs Valkey below 9.0.
+func (r *ClusterReconciler) migrateClassic(ctx context.Context, o *observed, conn *connector, m *topology.MigrateSlots) error {
+	ip := func(name string) string {
+		if p := o.pods[name]; p != nil {
+			return p.Status.PodIP
+		}
+		return ""
+	}
+	dial := func(name string) (*valkey.Node, error) {
+		if ip(name) == "" {
+			return nil, fmt.Errorf("node %s has no running pod", name)
+		}
+		return conn.dial(ctx, name, ip(name))
+	}
+	from, err := dial(m.From)
+	if err != nil {
+		return err
+	}
+	defer from.Close()
+	to, err := dial(m.To)
+	if err != nil {
+		return err
+	}
+	defer to.Close()
+	cm := classicMigration{
+		from: from, to: to, fromID: m.FromID, toID: m.ToID,
+		toHost: ip(m.To), toPort: int(render.PortValkey),
+		user: render.OperatorUser, password: conn.password,
+	}
+	for _, mem := range o.members {
+		if mem.Name == m.From || mem.Name == m.To || mem.View == nil || mem.View.Role != topology.RolePrimary || len(mem.View.Slots) == 0 {
+			continue
+		}
+		if n, err := dial(mem.Name); err == nil {
+			defer n.Close()
+			cm.others = append(cm.others, n)
+		}
+	}
+	return cm.run(ctx, valkey.SlotRange{Start: m.Slots.Start, End: m.Slots.End})
 }
 
 func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.ValkeyNode, l valkeyv1.NodeLifecycle) error {

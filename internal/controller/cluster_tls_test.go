@@ -195,14 +195,17 @@ func TestNoPasswordInConfigMaps(t *testing.T) {
 		}
 		return nil
 	})
-	got := getCluster(t, ns, vc.Name)
-	if got.Status.State != valkeyv1.StateCreating {
-		t.Fatalf("state %q, want Creating while pods cannot run", got.Status.State)
-	}
-	c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondDefaultUserOpen)
-	if c == nil || c.Status != metav1.ConditionTrue {
-		t.Fatalf("DefaultUserOpen condition = %+v, want True with no bindings", c)
-	}
+	eventually(t, 20*time.Second, "Creating with the default user reported open", func() error {
+		got := getCluster(t, ns, vc.Name)
+		if got.Status.State != valkeyv1.StateCreating {
+			return fmt.Errorf("state %q, want Creating while pods cannot run", got.Status.State)
+		}
+		c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondDefaultUserOpen)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("DefaultUserOpen condition = %+v, want True with no bindings", c)
+		}
+		return nil
+	})
 }
 
 // gaugeValue reads one series from the operator's metrics registry.

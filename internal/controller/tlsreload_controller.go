@@ -15,13 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -619,31 +617,21 @@ func (r *TLSReloader) writePins(ctx context.Context, s *corev1.Secret, old, pins
 }
 
 // writeStatus writes only status.tls.nodesServingCurrent, nodesTotal and
-// the CertificatesServed condition, by read-modify-write of a fresh copy
-// under optimistic concurrency: a merge patch would replace the whole
-// condition list and could drop what the cluster controller just wrote.
+// the CertificatesServed condition.
 func (r *TLSReloader) writeStatus(ctx context.Context, key types.NamespacedName, rep reloadReport) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var vc valkeyv1.ValkeyCluster
-		if err := r.APIReader.Get(ctx, key, &vc); err != nil {
-			return err
+	err := updateClusterStatus(ctx, r.Client, r.APIReader, key, func(vc *valkeyv1.ValkeyCluster) bool {
+		if vc.Spec.TLS == nil {
+			return false
 		}
-		if vc.Spec.TLS == nil || vc.Status.State == valkeyv1.StateInvalid || !vc.DeletionTimestamp.IsZero() {
-			return nil
-		}
-		before := vc.Status.DeepCopy()
 		if vc.Status.TLS == nil {
 			vc.Status.TLS = &valkeyv1.TLSStatus{}
 		}
 		vc.Status.TLS.NodesServingCurrent = int32(rep.Serving)
 		vc.Status.TLS.NodesTotal = int32(rep.Total)
-		setCondition(&vc, CondCertificatesServed, rep.Status, rep.Reason, rep.Message)
-		if equality.Semantic.DeepEqual(before, &vc.Status) {
-			return nil
-		}
-		return r.Status().Update(ctx, &vc)
+		setCondition(vc, CondCertificatesServed, rep.Status, rep.Reason, rep.Message)
+		return true
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil {
 		return fmt.Errorf("writing TLS status: %w", err)
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 )
 
 // MigrateArgs describes one MIGRATE of keys to another node (classic
-// resharding on Valkey 8.x). MIGRATE needs key access that the operator
-// user does not hold.
+// resharding on Valkey 8.x). MIGRATE needs key access and, on the target,
+// RESTORE-ASKING and SELECT for the user it authenticates as.
 type MigrateArgs struct {
 	Host string
 	Port int

@@ -17,8 +17,9 @@ import (
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
-// Users every test server knows. The operator user has exactly the grants
-// the operator's system user gets in production.
+// Users every test server knows. The operator user has the documented
+// grants of the operator's system user, without the resharding rights
+// (those are proven by the controller's classic migration test).
 const (
 	operatorUser     = "_momento_operator"
 	operatorPassword = "operator-secret"

@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// Classic resharding moves keys with MIGRATE in batches of this many; each
+// MIGRATE blocks the source while it serialises them, so batches stay small.
+const classicKeysPerMigrate = 100
+
+// classicMigrateTimeout is MIGRATE's own I/O timeout towards the target.
+const classicMigrateTimeout = 10 * time.Second
+
+// classicMigration moves hash slots from one primary to another the way
+// valkey-cli --cluster reshard does, for clusters where some node runs a
+// Valkey without CLUSTER MIGRATESLOTS (below 9.0).
+//
+// Every step first checks what the two nodes already report, so a run
+// interrupted anywhere (operator restart, failed MIGRATE, node briefly
+// unreachable) is finished by running it again on the same slots; the
+// planner re-issues it for any slot left MIGRATING or IMPORTING.
+type classicMigration struct {
+	from, to     *valkey.Node
+	fromID, toID string
+	// toHost and toPort are where the source's MIGRATE connects: the target
+	// pod's own address. With tls-cluster on, Valkey opens that connection
+	// over TLS with the node's certificate, the same way as the bus.
+	toHost string
+	toPort int
+	// user and password authenticate MIGRATE on the target (AUTH2): the
+	// operator's system user, which holds +restore-asking there.
+	user, password string
+	// others are the remaining slot-holding primaries. They are told the
+	// new owner directly so their redirects are right before gossip
+	// spreads it; a failure there is not an error.
+	others []*valkey.Node
+}
+
+// run moves every slot of slots. It stops at the first slot it cannot
+// finish; the slots before it are complete.
+func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error {
+	from, err := myself(ctx, m.from)
+	if err != nil {
+		return err
+	}
+	to, err := myself(ctx, m.to)
+	if err != nil {
+		return err
+	}
+	if from.ID != m.fromID || to.ID != m.toID {
+		return fmt.Errorf("classic migration: nodes answer as %s and %s, expected %s and %s", from.ID, to.ID, m.fromID, m.toID)
+	}
+	for slot := slots.Start; slot <= slots.End; slot++ {
+		if err := m.moveSlot(ctx, slot, from, to); err != nil {
+			return fmt.Errorf("moving slot %d: %w", slot, err)
+		}
+	}
+	return nil
+}
+
+func (m classicMigration) moveSlot(ctx context.Context, slot int, from, to valkey.ClusterNode) error {
+	fromOwns, toOwns := owns(from, slot), owns(to, slot)
+	if !fromOwns && !toOwns {
+		return fmt.Errorf("neither the source nor the target owns it")
+	}
+	// IMPORTING before MIGRATING: once the source sends ASK redirects the
+	// target must already accept them.
+	if !toOwns && to.Importing[slot] != m.fromID {
+		if err := m.to.ClusterSetSlot(ctx, slot, valkey.SlotImporting, m.fromID); err != nil {
+			return err
+		}
+	}
+	if fromOwns && from.Migrating[slot] != m.toID {
+		if err := m.from.ClusterSetSlot(ctx, slot, valkey.SlotMigrating, m.toID); err != nil {
+			return err
+		}
+	}
+	if err := m.drain(ctx, slot); err != nil {
+		return err
+	}
+	// The target first: it bumps its config epoch and claims the slot, so
+	// the claim wins over the source's older one everywhere. Then the
+	// source, which refuses while it still holds a key of the slot.
+	if !toOwns || to.Importing[slot] != "" {
+		if err := m.to.ClusterSetSlot(ctx, slot, valkey.SlotNode, m.toID); err != nil {
+			return err
+		}
+	}
+	if fromOwns || from.Migrating[slot] != "" {
+		if err := m.from.ClusterSetSlot(ctx, slot, valkey.SlotNode, m.toID); err != nil {
+			return err
+		}
+	}
+	for _, o := range m.others {
+		_ = o.ClusterSetSlot(ctx, slot, valkey.SlotNode, m.toID)
+	}
+	return nil
+}
+
+// drain migrates every key the source holds in slot to the target. REPLACE
+// makes a repeat safe: a key copied by an interrupted MIGRATE whose source
+// copy was not deleted is overwritten with the source's, the current one.
+func (m classicMigration) drain(ctx context.Context, slot int) error {
+	for {
+		keys, err := m.from.ClusterGetKeysInSlot(ctx, slot, classicKeysPerMigrate)
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		// Keys that expired or were deleted meanwhile are skipped (a +NOKEY
+		// status when none is left), not an error.
+		if err := m.from.Migrate(ctx, valkey.MigrateArgs{
+			Host: m.toHost, Port: m.toPort, Keys: keys,
+			Username: m.user, Password: m.password,
+			Timeout: classicMigrateTimeout, Replace: true,
+		}); err != nil {
+			return err
+		}
+	}
+}
+
+func myself(ctx context.Context, n *valkey.Node) (valkey.ClusterNode, error) {
+	nodes, err := n.ClusterNodes(ctx)
+	if err != nil {
+		return valkey.ClusterNode{}, err
+	}
+	me, ok := nodes.Myself()
+	if !ok {
+		return valkey.ClusterNode{}, errors.New("CLUSTER NODES on " + n.Address() + " has no myself line")
+	}
+	return me, nil
+}
+
+func owns(n valkey.ClusterNode, slot int) bool {
+	return slices.ContainsFunc(n.Slots, func(r valkey.SlotRange) bool { return r.Contains(slot) })
+}

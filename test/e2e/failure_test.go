@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/topology"
+	vk "github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// failureMode is how a member is lost: its pod deleted (a drain or an
+// eviction) or its process killed in place (a crash; with restartPolicy
+// Never the pod ends Failed).
+type failureMode string
+
+const (
+	podDeleted    failureMode = "pod deleted"
+	processKilled failureMode = "process killed"
+)
+
+var failureModes = []failureMode{podDeleted, processKilled}
+
+func fail(t *testing.T, ns, pod string, mode failureMode) {
+	t.Helper()
+	var err error
+	switch mode {
+	case podDeleted:
+		err = k8sClient.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}})
+	case processKilled:
+		err = local.Runtime.KillContainer(ns, pod, "valkey")
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %v", mode, pod, err)
+	}
+}
+
+// waitReplaced waits until the lost node has left the cluster's members
+// and the cluster is Active again with exactly the asked-for shape.
+func waitReplaced(t *testing.T, key client.ObjectKey, lost string, shards, replicas int) *valkeyv1.ValkeyCluster {
+	t.Helper()
+	eventually(t, 5*time.Minute, lost+" replaced", func() error {
+		vc := getCluster(t, key)
+		if slices.Contains(vc.Status.Nodes, lost) {
+			return fmt.Errorf("%s still a member; state %s, conditions %v", lost, vc.Status.State, conditionSummary(vc))
+		}
+		return nil
+	})
+	return waitConverged(t, key, shards, replicas, 5*time.Minute)
+}
+
+// Losing a replica costs nothing: it is forgotten and replaced in its shard.
+func TestFailureReplicaLost(t *testing.T) {
+	key := newPlainCluster(t, "fail-replica", "cache", 2, 1)
+	runFailures(t, key, 2, 1, func(vc *valkeyv1.ValkeyCluster) string { return vc.Status.ShardStatuses[0].Replicas[0] })
+}
+
+// A primary with a replica, quorum held (3 shards): Valkey fails over by
+// itself, the operator cleans up and restores the replica count.
+func TestFailurePrimaryLostQuorumHeld(t *testing.T) {
+	key := newPlainCluster(t, "fail-quorum", "cache", 3, 1)
+	runFailures(t, key, 3, 1, func(vc *valkeyv1.ValkeyCluster) string { return vc.Status.ShardStatuses[0].Primary })
+}
+
+// A primary with a replica when quorum is lost (1 of 2 primaries left):
+// no election can succeed, so the operator forces a takeover.
+func TestFailurePrimaryLostNoQuorum(t *testing.T) {
+	key := newPlainCluster(t, "fail-noquorum", "cache", 2, 1)
+	runFailures(t, key, 2, 1, func(vc *valkeyv1.ValkeyCluster) string { return vc.Status.ShardStatuses[0].Primary })
+	assertEvent(t, key, "Failover", topology.ReasonTakeover)
+}
+
+// runFailures loses the member victim picks, once per failure mode, under
+// client load, and demands every acknowledged write back.
+func runFailures(t *testing.T, key client.ObjectKey, shards, replicas int, victim func(*valkeyv1.ValkeyCluster) string) {
+	t.Helper()
+	c := clusterClient(t, seedOf(key), nil)
+	before := writeKeys(t, c, "before", 2000)
+	for i, mode := range failureModes {
+		vc := getCluster(t, key)
+		lost := victim(vc)
+		load := startLoad(c, "load-"+strconv.Itoa(i))
+		start := time.Now()
+		fail(t, key.Namespace, lost, mode)
+		vc = waitReplaced(t, key, lost, shards, replicas)
+		t.Logf("%s (%s): Active with %d nodes after %s", lost, mode, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
+		acked := load.finish(t)
+		checkAll(t, c, before)
+		checkAll(t, c, acked)
+	}
+}
+
+// A primary without a replica: its shard's keys are gone (the documented
+// data loss), a fresh empty primary takes its slots and the cluster
+// returns to Active with every slot served; no other shard loses a key.
+func TestFailurePrimaryLostNoReplica(t *testing.T) {
+	key := newPlainCluster(t, "fail-noreplica", "cache", 3, 0)
+	c := clusterClient(t, seedOf(key), nil)
+	for i, mode := range failureModes {
+		data := writeKeys(t, c, "data-"+strconv.Itoa(i), 2000)
+		vc := getCluster(t, key)
+		lost := vc.Status.ShardStatuses[0].Primary
+		n, err := dialPod(key.Namespace, lost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := n.ClusterNodes(context.Background())
+		n.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		me, _ := nodes.Myself()
+		slotOf := keySlots(t, c, data)
+		gone, kept := map[string]string{}, map[string]string{}
+		for k, v := range data {
+			if slices.ContainsFunc(me.Slots, func(r vk.SlotRange) bool { return r.Contains(slotOf[k]) }) {
+				gone[k] = v
+			} else {
+				kept[k] = v
+			}
+		}
+		if len(gone) == 0 || len(kept) == 0 {
+			t.Fatalf("%d keys on the lost shard, %d elsewhere: want some of each", len(gone), len(kept))
+		}
+
+		load := startLoad(c, "load-"+strconv.Itoa(i))
+		start := time.Now()
+		fail(t, key.Namespace, lost, mode)
+		vc = waitReplaced(t, key, lost, 3, 0)
+		t.Logf("%s (%s): Active with %d nodes after %s; %d keys lost with it", lost, mode, len(vc.Status.Nodes), time.Since(start).Round(time.Second), len(gone))
+		acked := load.finish(t)
+		checkAll(t, c, kept)
+		ackedSlots := keySlots(t, c, acked)
+		lostAcked := 0
+		for k := range acked {
+			if slices.ContainsFunc(me.Slots, func(r vk.SlotRange) bool { return r.Contains(ackedSlots[k]) }) {
+				delete(acked, k)
+				lostAcked++
+			}
+		}
+		t.Logf("%d acknowledged client writes were on the lost shard's slots and are not checked", lostAcked)
+		checkAll(t, c, acked)
+		for k := range gone {
+			if err := c.Do(context.Background(), c.B().Get().Key(k).Build()).Error(); !valkey.IsValkeyNil(err) {
+				t.Fatalf("GET %s of the lost shard: %v, want no such key", k, err)
+			}
+		}
+	}
+}
+
+// keySlots asks the cluster which slot each key hashes to.
+func keySlots(t *testing.T, c valkey.Client, kv map[string]string) map[string]int {
+	t.Helper()
+	out := make(map[string]int, len(kv))
+	for k := range kv {
+		slot, err := c.Do(context.Background(), c.B().ClusterKeyslot().Key(k).Build()).AsInt64()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %s: %v", k, err)
+		}
+		out[k] = int(slot)
+	}
+	return out
+}
+
+// assertEvent checks that the cluster has an Event with reason whose note
+// contains note.
+func assertEvent(t *testing.T, key client.ObjectKey, reason, note string) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("Event %s %q", reason, note), func() error {
+		if n := countEvents(t, key, reason, note); n == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+}
+
+// countEvents counts the cluster's Events with reason whose note contains
+// note, repeats of a series included.
+func countEvents(t *testing.T, key client.ObjectKey, reason, note string) int {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != key.Name || e.Reason != reason || !strings.Contains(e.Note, note) {
+			continue
+		}
+		if e.Series != nil {
+			n += int(e.Series.Count)
+		} else {
+			n++
+		}
+	}
+	return n
+}

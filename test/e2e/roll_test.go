@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/topology"
+)
+
+// An image edit (Valkey 8.0.1 -> 9.1.2) and then a valkey map edit each
+// replace every node, one shard at a time, with exactly one failover per
+// shard; shards keep their slots and every key, under client load.
+func TestRollingReplacement(t *testing.T) {
+	const shards, replicas = 2, 1
+	key := newPlainCluster(t, "roll", "cache", shards, replicas)
+	c := clusterClient(t, seedOf(key), nil)
+	before := writeKeys(t, c, "before", 2000)
+	ctx := context.Background()
+
+	steps := []struct {
+		what    string
+		version string
+		edit    func()
+	}{
+		{"image 8.0.1 -> 9.1.2", "9.1.2", func() {
+			var img valkeyv1.ValkeyImage
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: "valkey-8-roll"}, &img); err != nil {
+				t.Fatal(err)
+			}
+			img.Spec.Tag, img.Spec.Version = "9.1.2", "9.1.2"
+			if err := k8sClient.Update(ctx, &img); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"valkey map maxmemory 64mb -> 96mb", "9.1.2", func() {
+			var cfg valkeyv1.ValkeyConfig
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: "standard-roll"}, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Spec.Valkey["maxmemory"] = "96mb"
+			if err := k8sClient.Update(ctx, &cfg); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, step := range steps {
+		vc := getCluster(t, key)
+		oldNodes := slices.Clone(vc.Status.Nodes)
+		oldSlots := shardSlots(vc)
+		failovers := countEvents(t, key, string(topology.KindFailover), "")
+		load := startLoad(c, "load-"+step.version+"-"+fmt.Sprint(len(oldNodes)))
+		start := time.Now()
+		step.edit()
+		eventually(t, 6*time.Minute, "every node replaced after "+step.what, func() error {
+			vc := getCluster(t, key)
+			for _, n := range vc.Status.Nodes {
+				if slices.Contains(oldNodes, n) {
+					return fmt.Errorf("%s not replaced yet; state %s", n, vc.Status.State)
+				}
+			}
+			return nil
+		})
+		vc = waitConverged(t, key, shards, replicas, 5*time.Minute)
+		t.Logf("%s: every node replaced in %s", step.what, time.Since(start).Round(time.Second))
+		acked := load.finish(t)
+
+		if got := shardSlots(vc); !maps.Equal(got, oldSlots) {
+			t.Fatalf("shards' slots changed: %v, were %v", got, oldSlots)
+		}
+		if n := countEvents(t, key, string(topology.KindFailover), "") - failovers; n != shards {
+			t.Fatalf("%d Failover Events during the roll, want one per shard (%d)", n, shards)
+		}
+		for _, name := range vc.Status.Nodes {
+			n, err := dialPod(key.Namespace, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := n.InfoServer(ctx)
+			n.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Version.String() != step.version {
+				t.Fatalf("node %s runs %s, want %s", name, info.Version, step.version)
+			}
+		}
+		checkAll(t, c, before)
+		checkAll(t, c, acked)
+	}
+}
+
+func shardSlots(vc *valkeyv1.ValkeyCluster) map[int32]string {
+	out := map[int32]string{}
+	for _, s := range vc.Status.ShardStatuses {
+		out[s.Index] = s.Slots
+	}
+	return out
+}
