@@ -193,6 +193,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if err := r.recordNodeStatus(ctx, o); err != nil {
 		return ctrlrt.Result{}, err
 	}
+	if err := r.ensurePodAnnotations(ctx, vc, o); err != nil {
+		return ctrlrt.Result{}, err
+	}
 
 	shards, replicas := desiredShape(vc)
 	creating := !formed(vc)

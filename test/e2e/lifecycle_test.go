@@ -54,6 +54,8 @@ func TestPlaintextClusterLifecycle(t *testing.T) {
 		seen[pod.Status.PodIP] = true
 	}
 
+	assertPodAnnotationsInPlace(t, client.ObjectKeyFromObject(vc), got.Status.Nodes)
+
 	if err := k8sClient.Delete(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +157,54 @@ func seedCommands(t *testing.T, service string, caPEM []byte) {
 	if out, _ := run("-h", service, "--tls", "--cacert", "other.crt", "-p", "6379", "PING"); out == "PONG" {
 		t.Fatalf("TLS PING against a different CA succeeded")
 	}
+}
+
+// podAnnotations edits reach running pods in place and additively: same
+// pods, and an annotation another controller set is kept.
+func assertPodAnnotationsInPlace(t *testing.T, key client.ObjectKey, nodes []string) {
+	t.Helper()
+	ctx := context.Background()
+	uids := map[string]string{}
+	for _, name := range nodes {
+		var pod corev1.Pod
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, &pod); err != nil {
+			t.Fatal(err)
+		}
+		uids[name] = string(pod.UID)
+	}
+	var first corev1.Pod
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: nodes[0]}, &first); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(first.DeepCopy())
+	if first.Annotations == nil {
+		first.Annotations = map[string]string{}
+	}
+	first.Annotations["other-controller/owned"] = "yes"
+	if err := k8sClient.Patch(ctx, &first, patch); err != nil {
+		t.Fatal(err)
+	}
+	vc := getCluster(t, key)
+	vc.Spec.PodAnnotations = map[string]string{"example.com/team": "cache"}
+	if err := k8sClient.Update(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "podAnnotations on every running pod", func() error {
+		for _, name := range nodes {
+			var pod corev1.Pod
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, &pod); err != nil {
+				return err
+			}
+			if string(pod.UID) != uids[name] {
+				t.Fatalf("pod %s was replaced for an annotation change", name)
+			}
+			if pod.Annotations["example.com/team"] != "cache" {
+				return errorf("pod %s annotations %v", name, pod.Annotations)
+			}
+			if name == nodes[0] && pod.Annotations["other-controller/owned"] != "yes" {
+				t.Fatalf("another controller's annotation was removed from %s", name)
+			}
+		}
+		return nil
+	})
 }
