@@ -14,7 +14,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gomomento/valkey-operator/internal/controller"
@@ -29,7 +31,59 @@ var (
 	local     *localkube.Local
 	k8sClient client.Client
 	baseDir   string
+	// stopOperator stops the running operator and waits for it to end.
+	stopOperator func()
 )
+
+// startOperator runs the operator in this process, as its Deployment would.
+func startOperator(ctx context.Context) (stop func(), err error) {
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(local.ControlPlane.Config, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// A restarted operator registers its controllers again in this
+		// process; in a real restart the process is new.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts := controller.DefaultOptions()
+	opts.PendingRequeue = 500 * time.Millisecond
+	// The local runtime moves mount paths; the TLS reloader must read and
+	// name the files the node processes really use.
+	if err := controller.SetupWithRuntime(mgr, opts, controller.Runtime{NodePath: local.Runtime.HostPath}); err != nil {
+		return nil, err
+	}
+	mgrCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mgrCtx); err != nil {
+			fmt.Fprintln(os.Stderr, "operator:", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(mgrCtx) {
+		cancel()
+		<-done
+		return nil, fmt.Errorf("operator cache did not sync")
+	}
+	return func() { cancel(); <-done }, nil
+}
+
+// restartOperator stops the operator wherever it is and starts a new one,
+// which knows nothing but what the API and Valkey hold.
+func restartOperator(t *testing.T) {
+	t.Helper()
+	stopOperator()
+	var err error
+	if stopOperator, err = startOperator(context.Background()); err != nil {
+		t.Fatalf("restarting the operator: %v", err)
+	}
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -70,44 +124,18 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctrl.SetLogger(operatorLog(filepath.Join(dir, "operator.log")))
-	mgr, err := ctrl.NewManager(local.ControlPlane.Config, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	opts := controller.DefaultOptions()
-	opts.PendingRequeue = 500 * time.Millisecond
-	// The local runtime moves mount paths; the TLS reloader must read and
-	// name the files the node processes really use.
-	if err := controller.SetupWithRuntime(mgr, opts, controller.Runtime{NodePath: local.Runtime.HostPath}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// Tests read around the operator's cache, so they see what the
 	// apiserver has, not what the operator has noticed.
 	if k8sClient, err = client.New(local.ControlPlane.Config, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	defer stopMgr()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(mgrCtx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator:", err)
-		}
-	}()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		fmt.Fprintln(os.Stderr, "operator cache did not sync")
+	if stopOperator, err = startOperator(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	code := m.Run()
-	stopMgr()
-	<-done
+	stopOperator()
 	if code != 0 {
 		if b, err := os.ReadFile(filepath.Join(dir, "operator.log")); err == nil {
 			tail := b
