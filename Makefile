@@ -40,6 +40,10 @@ valkey: ## Install Valkey 8 from bookworm-backports and the Valkey 9 test build 
 test: testbin valkey lint ## Run every test against a real apiserver and real valkey-server.
 	$(GO) test $(GOTEST_FLAGS) ./...
 
+.PHONY: bench
+bench: testbin valkey ## Benchmarks that print figures: pod start/stop, bootstrap per shape, certificate rotation.
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./internal/localkube/ ./test/e2e/
+
 .PHONY: demo
 demo: testbin valkey ## The local playground: control plane, node runtime, operator and a sample TLS cluster.
 	$(GO) run ./cmd/valkey-local demo

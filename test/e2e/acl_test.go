@@ -37,7 +37,7 @@ type aclFixture struct {
 // TestACLValkey8ReplicaIsNotCrashed) and only later releases reload live.
 const aclVersion = "9.1.2"
 
-func createACLMenu(t *testing.T, suffix, version string) string {
+func createACLMenu(t testing.TB, suffix, version string) string {
 	t.Helper()
 	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-acl-" + suffix},
 		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: version, Version: version}}
@@ -51,7 +51,7 @@ func createACLMenu(t *testing.T, suffix, version string) string {
 	return cfg.Name
 }
 
-func newACLFixture(t *testing.T, ns, version string, acl []valkeyv1.AclBinding) *aclFixture {
+func newACLFixture(t testing.TB, ns, version string, acl []valkeyv1.AclBinding) *aclFixture {
 	t.Helper()
 	ctx := context.Background()
 	createNamespace(t, ns)
@@ -69,7 +69,7 @@ func newACLFixture(t *testing.T, ns, version string, acl []valkeyv1.AclBinding) 
 	return f
 }
 
-func createRole(t *testing.T, name string, spec valkeyv1.ValkeyRoleSpec) {
+func createRole(t testing.TB, name string, spec valkeyv1.ValkeyRoleSpec) {
 	t.Helper()
 	role := &valkeyv1.ValkeyRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 	if err := k8sClient.Create(context.Background(), role); err != nil {
@@ -78,7 +78,7 @@ func createRole(t *testing.T, name string, spec valkeyv1.ValkeyRoleSpec) {
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), role) })
 }
 
-func updateRole(t *testing.T, name string, mutate func(*valkeyv1.ValkeyRoleSpec)) {
+func updateRole(t testing.TB, name string, mutate func(*valkeyv1.ValkeyRoleSpec)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var role valkeyv1.ValkeyRole

@@ -32,7 +32,7 @@ const (
 
 var failureModes = []failureMode{podDeleted, processKilled}
 
-func fail(t *testing.T, ns, pod string, mode failureMode) {
+func fail(t testing.TB, ns, pod string, mode failureMode) {
 	t.Helper()
 	var err error
 	switch mode {
@@ -48,7 +48,7 @@ func fail(t *testing.T, ns, pod string, mode failureMode) {
 
 // waitReplaced waits until the lost node has left the cluster's members
 // and the cluster is Active again with exactly the asked-for shape.
-func waitReplaced(t *testing.T, key client.ObjectKey, lost string, shards, replicas int) *valkeyv1.ValkeyCluster {
+func waitReplaced(t testing.TB, key client.ObjectKey, lost string, shards, replicas int) *valkeyv1.ValkeyCluster {
 	t.Helper()
 	eventually(t, 5*time.Minute, lost+" replaced", func() error {
 		vc := getCluster(t, key)
@@ -83,7 +83,7 @@ func TestFailurePrimaryLostNoQuorum(t *testing.T) {
 
 // runFailures loses the member victim picks, once per failure mode, under
 // client load, and demands every acknowledged write back.
-func runFailures(t *testing.T, key client.ObjectKey, shards, replicas int, victim func(*valkeyv1.ValkeyCluster) string) {
+func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victim func(*valkeyv1.ValkeyCluster) string) {
 	t.Helper()
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
@@ -160,7 +160,7 @@ func TestFailurePrimaryLostNoReplica(t *testing.T) {
 }
 
 // keySlots asks the cluster which slot each key hashes to.
-func keySlots(t *testing.T, c valkey.Client, kv map[string]string) map[string]int {
+func keySlots(t testing.TB, c valkey.Client, kv map[string]string) map[string]int {
 	t.Helper()
 	out := make(map[string]int, len(kv))
 	for k := range kv {
@@ -175,7 +175,7 @@ func keySlots(t *testing.T, c valkey.Client, kv map[string]string) map[string]in
 
 // assertEvent checks that the cluster has an Event with reason whose note
 // contains note.
-func assertEvent(t *testing.T, key client.ObjectKey, reason, note string) {
+func assertEvent(t testing.TB, key client.ObjectKey, reason, note string) {
 	t.Helper()
 	eventually(t, 30*time.Second, fmt.Sprintf("Event %s %q", reason, note), func() error {
 		if n := countEvents(t, key, reason, note); n == 0 {
@@ -187,7 +187,7 @@ func assertEvent(t *testing.T, key client.ObjectKey, reason, note string) {
 
 // countEvents counts the cluster's Events with reason whose note contains
 // note, repeats of a series included.
-func countEvents(t *testing.T, key client.ObjectKey, reason, note string) int {
+func countEvents(t testing.TB, key client.ObjectKey, reason, note string) int {
 	t.Helper()
 	var list eventsv1.EventList
 	if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace)); err != nil {

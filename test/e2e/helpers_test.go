@@ -20,7 +20,7 @@ import (
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-func createNamespace(t *testing.T, name string) {
+func createNamespace(t testing.TB, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := k8sClient.Create(context.Background(), ns); err != nil {
@@ -29,7 +29,7 @@ func createNamespace(t *testing.T, name string) {
 }
 
 // createMenu creates an image and a config for Valkey 8 named after suffix.
-func createMenu(t *testing.T, suffix string) string {
+func createMenu(t testing.TB, suffix string) string {
 	t.Helper()
 	ctx := context.Background()
 	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8-" + suffix},
@@ -44,7 +44,7 @@ func createMenu(t *testing.T, suffix string) string {
 	return cfg.Name
 }
 
-func getCluster(t *testing.T, key client.ObjectKey) *valkeyv1.ValkeyCluster {
+func getCluster(t testing.TB, key client.ObjectKey) *valkeyv1.ValkeyCluster {
 	t.Helper()
 	var vc valkeyv1.ValkeyCluster
 	if err := k8sClient.Get(context.Background(), key, &vc); err != nil {
@@ -55,7 +55,7 @@ func getCluster(t *testing.T, key client.ObjectKey) *valkeyv1.ValkeyCluster {
 
 // waitActive waits until the cluster is Active with every slot assigned and
 // exactly the expected members.
-func waitActive(t *testing.T, key client.ObjectKey, shards, replicas int, timeout time.Duration) *valkeyv1.ValkeyCluster {
+func waitActive(t testing.TB, key client.ObjectKey, shards, replicas int, timeout time.Duration) *valkeyv1.ValkeyCluster {
 	t.Helper()
 	var vc *valkeyv1.ValkeyCluster
 	eventually(t, timeout, fmt.Sprintf("%s Active with %dx%d", key, shards, replicas), func() error {
@@ -90,7 +90,7 @@ func conditionSummary(vc *valkeyv1.ValkeyCluster) []string {
 
 // clusterClient is a cluster-aware client. With caPEM set it speaks TLS and
 // verifies every node against the CA with the name it was redirected to.
-func clusterClient(t *testing.T, seed string, caPEM []byte) valkey.Client {
+func clusterClient(t testing.TB, seed string, caPEM []byte) valkey.Client {
 	t.Helper()
 	c, err := newClusterClient(seed, caPEM)
 	if err != nil {
@@ -130,7 +130,7 @@ func newClusterClient(seed string, caPEM []byte) (valkey.Client, error) {
 
 // assertKeysOnEveryShard checks that writes reached every shard: each node
 // the client routes to (every primary, at least) holds some keys.
-func assertKeysOnEveryShard(t *testing.T, c valkey.Client, shards int) {
+func assertKeysOnEveryShard(t testing.TB, c valkey.Client, shards int) {
 	t.Helper()
 	ctx := context.Background()
 	eventually(t, 30*time.Second, "keys on every node", func() error {
@@ -153,7 +153,7 @@ func assertKeysOnEveryShard(t *testing.T, c valkey.Client, shards int) {
 
 // assertHostnamesAnnounced checks that the topology and MOVED redirects name
 // nodes by their per-pod DNS names, which the certificate's wildcard covers.
-func assertHostnamesAnnounced(t *testing.T, c valkey.Client, suffix string) {
+func assertHostnamesAnnounced(t testing.TB, c valkey.Client, suffix string) {
 	t.Helper()
 	ctx := context.Background()
 	reply, err := c.Do(ctx, c.B().ClusterShards().Build()).ToAny()
@@ -189,7 +189,7 @@ func assertHostnamesAnnounced(t *testing.T, c valkey.Client, suffix string) {
 }
 
 // writeKeys writes n keys and returns them with their values.
-func writeKeys(t *testing.T, c valkey.Client, prefix string, n int) map[string]string {
+func writeKeys(t testing.TB, c valkey.Client, prefix string, n int) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	want := make(map[string]string, n)
@@ -203,7 +203,7 @@ func writeKeys(t *testing.T, c valkey.Client, prefix string, n int) map[string]s
 	return want
 }
 
-func checkKeys(t *testing.T, c valkey.Client, want map[string]string) {
+func checkKeys(t testing.TB, c valkey.Client, want map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	for k, v := range want {

@@ -109,7 +109,7 @@ func TestKubectlValkey(t *testing.T) {
 
 // plaintextPONG listens on loopback and answers anything with +PONG, as a
 // Valkey port that accepts plaintext would.
-func plaintextPONG(t *testing.T) string {
+func plaintextPONG(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -127,7 +127,7 @@ func TestSeedTLSClusterLifecycle(t *testing.T) {
 }
 
 // seedCommands runs the TLS page's verification commands verbatim.
-func seedCommands(t *testing.T, service string, caPEM []byte) {
+func seedCommands(t testing.TB, service string, caPEM []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), caPEM, 0o644); err != nil {
@@ -161,7 +161,7 @@ func seedCommands(t *testing.T, service string, caPEM []byte) {
 
 // podAnnotations edits reach running pods in place and additively: same
 // pods, and an annotation another controller set is kept.
-func assertPodAnnotationsInPlace(t *testing.T, key client.ObjectKey, nodes []string) {
+func assertPodAnnotationsInPlace(t testing.TB, key client.ObjectKey, nodes []string) {
 	t.Helper()
 	ctx := context.Background()
 	uids := map[string]string{}

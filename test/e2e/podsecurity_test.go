@@ -19,7 +19,7 @@ import (
 // createRestrictedNamespace creates a namespace whose pods the apiserver
 // admits only when they meet the restricted Pod Security Standard, and
 // checks that the admission really refuses a pod that does not.
-func createRestrictedNamespace(t *testing.T, name string) {
+func createRestrictedNamespace(t testing.TB, name string) {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
@@ -41,7 +41,7 @@ func createRestrictedNamespace(t *testing.T, name string) {
 // checkShardBudgets checks one PodDisruptionBudget per shard, named
 // {cluster}-shard-{n}, letting a drain evict one pod of the shard at a time
 // and selecting exactly that shard's pods.
-func checkShardBudgets(t *testing.T, vc *valkeyv1.ValkeyCluster, shards, podsPerShard int) {
+func checkShardBudgets(t testing.TB, vc *valkeyv1.ValkeyCluster, shards, podsPerShard int) {
 	t.Helper()
 	ctx := context.Background()
 	for n := range shards {

@@ -48,7 +48,7 @@ func TestBootstrapShapes(t *testing.T) {
 
 // assertReplicaLinksUp asks every node itself: replicas report their link
 // to the primary up and the primaries own all slots between them.
-func assertReplicaLinksUp(t *testing.T, ns string, vc *valkeyv1.ValkeyCluster) {
+func assertReplicaLinksUp(t testing.TB, ns string, vc *valkeyv1.ValkeyCluster) {
 	t.Helper()
 	ctx := context.Background()
 	replicas := 0
@@ -88,7 +88,7 @@ func assertReplicaLinksUp(t *testing.T, ns string, vc *valkeyv1.ValkeyCluster) {
 
 // waitGone waits until a namespace holds none of the objects a cluster
 // creates, and no process of its pods survives.
-func waitGone(t *testing.T, ns, cluster string) {
+func waitGone(t testing.TB, ns, cluster string) {
 	t.Helper()
 	ctx := context.Background()
 	sel := client.MatchingLabels{valkeyv1.LabelInstance: cluster}
@@ -134,7 +134,7 @@ func metaLen(l client.ObjectList) int {
 	return 0
 }
 
-func assertNoProcesses(t *testing.T, ns string) {
+func assertNoProcesses(t testing.TB, ns string) {
 	t.Helper()
 	localkube.AssertNoLeakedProcesses(t, local.Runtime.PodDirPrefix(ns))
 }

@@ -76,7 +76,7 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 
 // restartOperator stops the operator wherever it is and starts a new one,
 // which knows nothing but what the API and Valkey hold.
-func restartOperator(t *testing.T) {
+func restartOperator(t testing.TB) {
 	t.Helper()
 	stopOperator()
 	var err error
@@ -160,7 +160,7 @@ func operatorLog(path string) logr.Logger {
 }
 
 // eventually polls cond until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var err error

@@ -137,7 +137,7 @@ func TestTLSInvalidSecretOnActiveCluster(t *testing.T) {
 
 // applySecret makes the Secret name look like want, deleting it when want
 // is nil. A Secret's type cannot change, so a new type means a new Secret.
-func applySecret(t *testing.T, ns, name string, want *corev1.Secret) {
+func applySecret(t testing.TB, ns, name string, want *corev1.Secret) {
 	t.Helper()
 	ctx := context.Background()
 	var cur corev1.Secret

@@ -37,7 +37,7 @@ const clusterDomain = "cluster.local"
 // tlsFixture is a running 1-shard, 1-replica TLS cluster in its own
 // namespace, Active and with every node serving the Secret's certificate.
 type tlsFixture struct {
-	t      *testing.T
+	t      testing.TB
 	ns     string
 	name   string
 	secret string
@@ -45,7 +45,7 @@ type tlsFixture struct {
 	leaf   *testcerts.LeafCert
 }
 
-func newTLSFixture(t *testing.T, ns string, ca *testcerts.CA) *tlsFixture {
+func newTLSFixture(t testing.TB, ns string, ca *testcerts.CA) *tlsFixture {
 	t.Helper()
 	ctx := context.Background()
 	createNamespace(t, ns)
@@ -386,7 +386,7 @@ func startTraffic(c vk.Client, prefix string) *traffic {
 	return tr
 }
 
-func (tr *traffic) finish(t *testing.T) {
+func (tr *traffic) finish(t testing.TB) {
 	t.Helper()
 	close(tr.stop)
 	<-tr.done
@@ -633,7 +633,7 @@ func TestTLSCertificateExpiry(t *testing.T) {
 }
 
 // deleteAndWait deletes obj and waits until it is gone.
-func deleteAndWait(t *testing.T, obj client.Object) {
+func deleteAndWait(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := k8sClient.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting %s: %v", obj.GetName(), err)

@@ -102,7 +102,7 @@ func (l *clientLoad) note(op string, err error) {
 
 // finish stops the client, logs what it saw and returns every acknowledged
 // write. It fails the test only when nothing succeeded at all.
-func (l *clientLoad) finish(t *testing.T) map[string]string {
+func (l *clientLoad) finish(t testing.TB) map[string]string {
 	t.Helper()
 	close(l.stop)
 	<-l.done
@@ -124,7 +124,7 @@ func (l *clientLoad) finish(t *testing.T) map[string]string {
 // checkAll reads every key back, retrying briefly so a client that has not
 // yet learned the final topology is not mistaken for lost data, and reports
 // every key that is missing or wrong.
-func checkAll(t *testing.T, c valkey.Client, want map[string]string) {
+func checkAll(t testing.TB, c valkey.Client, want map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	keys := make([]string, 0, len(want))
@@ -153,7 +153,7 @@ func checkAll(t *testing.T, c valkey.Client, want map[string]string) {
 
 // assertEvenSlots checks from the nodes themselves that the primaries
 // serve all 16384 slots between them, each within one batch of the others.
-func assertEvenSlots(t *testing.T, ns string, vc *valkeyv1.ValkeyCluster, shards int) {
+func assertEvenSlots(t testing.TB, ns string, vc *valkeyv1.ValkeyCluster, shards int) {
 	t.Helper()
 	counts := map[string]int{}
 	eventually(t, time.Minute, "every node agreeing on an even slot map", func() error {
@@ -215,7 +215,7 @@ func dialPod(ns, name string) (*vk.Node, error) {
 // Active (no join or departure in flight), and the nodes themselves
 // reporting exactly shards primaries with slots and shards*replicas
 // replicas whose link is up.
-func waitConverged(t *testing.T, key client.ObjectKey, shards, replicas int, timeout time.Duration) *valkeyv1.ValkeyCluster {
+func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, timeout time.Duration) *valkeyv1.ValkeyCluster {
 	t.Helper()
 	start := time.Now()
 	var vc *valkeyv1.ValkeyCluster
@@ -278,7 +278,7 @@ func waitConverged(t *testing.T, key client.ObjectKey, shards, replicas int, tim
 }
 
 // updateCluster applies mutate to the latest version of the cluster.
-func updateCluster(t *testing.T, key client.ObjectKey, mutate func(vc *valkeyv1.ValkeyCluster)) {
+func updateCluster(t testing.TB, key client.ObjectKey, mutate func(vc *valkeyv1.ValkeyCluster)) {
 	t.Helper()
 	eventually(t, 30*time.Second, "updating "+key.String(), func() error {
 		vc := getCluster(t, key)
@@ -289,7 +289,7 @@ func updateCluster(t *testing.T, key client.ObjectKey, mutate func(vc *valkeyv1.
 
 // newPlainCluster creates a Valkey 8 cluster from its own menu and waits
 // for it to be Active.
-func newPlainCluster(t *testing.T, ns, name string, shards, replicas int) client.ObjectKey {
+func newPlainCluster(t testing.TB, ns, name string, shards, replicas int) client.ObjectKey {
 	t.Helper()
 	createNamespace(t, ns)
 	cfg := createMenu(t, ns)
