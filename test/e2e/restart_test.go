@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 )
@@ -11,7 +14,8 @@ import (
 // The operator killed in the middle of a workflow remembers nothing; the new
 // one rediscovers the cluster from the API and from Valkey and finishes the
 // work with every acknowledged write intact: a scale-out with slots in
-// flight, a scale-in draining a shard, and a recovery from a lost primary.
+// flight, a scale-in draining a shard, a roll between two failovers, and a
+// recovery from a lost primary.
 func TestOperatorRestartMidWorkflow(t *testing.T) {
 	key := newPlainCluster(t, "restart", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
@@ -49,6 +53,40 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 		vc := waitConverged(t, key, 2, 1, 5*time.Minute)
 		acked := load.finish(t)
 		assertEvenSlots(t, key.Namespace, vc, 2)
+		checkAll(t, c, before)
+		checkAll(t, c, acked)
+	})
+
+	t.Run("roll", func(t *testing.T) {
+		old := getCluster(t, key).Status.Nodes
+		failovers := countEvents(t, key, "Failover", "")
+		load := startLoad(c, "restart-roll")
+		var cfg valkeyv1.ValkeyConfig
+		if err := k8sClient.Get(t.Context(), client.ObjectKey{Name: "standard-restart"}, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Spec.Valkey["maxmemory"] = "96mb"
+		if err := k8sClient.Update(t.Context(), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 3*time.Minute, "the roll's first failover", func() error {
+			if countEvents(t, key, "Failover", "") == failovers {
+				return fmt.Errorf("no failover yet")
+			}
+			return nil
+		})
+		restartOperator(t)
+		eventually(t, 5*time.Minute, "every node replaced", func() error {
+			vc := getCluster(t, key)
+			for _, n := range vc.Status.Nodes {
+				if slices.Contains(old, n) {
+					return fmt.Errorf("node %s not replaced yet", n)
+				}
+			}
+			return nil
+		})
+		waitConverged(t, key, 2, 1, 5*time.Minute)
+		acked := load.finish(t)
 		checkAll(t, c, before)
 		checkAll(t, c, acked)
 	})
