@@ -29,6 +29,10 @@ import (
 // per-item backoff, meant for errors, never paces a healthy bootstrap.
 const afterAction = 50 * time.Millisecond
 
+// afterFailover is how long a failover is given to complete (a manual
+// failover takes well under a second; cluster-node-timeout is 5 s).
+const afterFailover = 5 * time.Second
+
 // ClusterReconciler drives a ValkeyCluster: validate, resolve, render the
 // cluster-level objects, observe every node, then perform the planner's
 // single next action.
@@ -239,6 +243,11 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, fmt.Sprintf("%s failed: %v", action.Kind, err))
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(action.Kind), "%s", truncate(err.Error(), 1000))
 		return ctrlrt.Result{}, fmt.Errorf("%s: %w", action.String(), err)
+	}
+	if action.Kind == topology.KindFailover {
+		// Roles flip only once the replica has caught up and won its
+		// election; planning again before that would issue the failover twice.
+		return ctrlrt.Result{RequeueAfter: afterFailover}, nil
 	}
 	return ctrlrt.Result{RequeueAfter: afterAction}, nil
 }

@@ -42,11 +42,7 @@ func TestShardsEditDuringCreatingIsApplied(t *testing.T) {
 		}
 		return nil
 	})
-	got := getCluster(t, key)
-	got.Spec.Shards = 3
-	if err := k8sClient.Update(ctx, got); err != nil {
-		t.Fatalf("editing shards while Creating: %v", err)
-	}
+	updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 3 })
 	if ts := getCluster(t, key).Status.TargetSpec; ts != nil && ts.Shards != 2 {
 		t.Fatalf("the edit changed the bootstrap target to %d shards", ts.Shards)
 	}

@@ -31,6 +31,7 @@ type clientLoad struct {
 
 	mu    sync.Mutex
 	acked map[string]string
+	ackAt map[string]time.Time
 	order []string
 	errs  []string
 
@@ -40,7 +41,7 @@ type clientLoad struct {
 }
 
 func startLoad(c valkey.Client, prefix string) *clientLoad {
-	l := &clientLoad{c: c, prefix: prefix, acked: map[string]string{}, start: time.Now(),
+	l := &clientLoad{c: c, prefix: prefix, acked: map[string]string{}, ackAt: map[string]time.Time{}, start: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go l.run()
 	return l
@@ -64,6 +65,7 @@ func (l *clientLoad) run() {
 			l.writes.Add(1)
 			l.mu.Lock()
 			l.acked[k] = v
+			l.ackAt[k] = time.Now()
 			l.order = append(l.order, k)
 			l.mu.Unlock()
 		}
@@ -119,6 +121,34 @@ func (l *clientLoad) finish(t testing.TB) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// splitByAckTime separates the acknowledged writes into those acknowledged
+// between from and to and all others.
+func (l *clientLoad) splitByAckTime(acked map[string]string, from, to time.Time) (inside, outside map[string]string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	inside, outside = map[string]string{}, map[string]string{}
+	for k, v := range acked {
+		if at := l.ackAt[k]; !at.Before(from) && !at.After(to) {
+			inside[k] = v
+		} else {
+			outside[k] = v
+		}
+	}
+	return inside, outside
+}
+
+// countLost counts the keys of want that are missing or hold another value.
+func countLost(c valkey.Client, want map[string]string) int {
+	lost := 0
+	for k, v := range want {
+		got, err := c.Do(context.Background(), c.B().Get().Key(k).Build()).ToString()
+		if err != nil || got != v {
+			lost++
+		}
+	}
+	return lost
 }
 
 // checkAll reads every key back, retrying briefly so a client that has not
