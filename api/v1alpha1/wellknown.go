@@ -22,6 +22,11 @@ const (
 	JoinTypePrimary = "primary"
 	JoinTypeShard   = "shard"
 
+	// AnnotationFailoverRequested records, on a ValkeyNode, when the operator
+	// last sent it CLUSTER FAILOVER (RFC 3339), so the request is not repeated
+	// while the roles flip, even across an operator restart.
+	AnnotationFailoverRequested = "valkey.gomomento.com/failover-requested-at"
+
 	// ReservedPrefix is refused in spec.podAnnotations.
 	ReservedPrefix = "valkey.gomomento.com/"
 

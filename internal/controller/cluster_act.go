@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,6 +110,11 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 			mode = valkey.FailoverTakeover
 			log.Info(topology.ReasonTakeover, "node", a.Failover.Node)
 		}
+		// Recorded before it is sent: a crash in between costs one grace
+		// period, never a second failover.
+		if err := r.recordFailover(ctx, o.nodes[a.Failover.Node], time.Now()); err != nil {
+			return err
+		}
 		if err := onNode(a.Failover.Node, func(n *valkey.Node) error { return n.ClusterFailover(ctx, mode) }); err != nil {
 			return err
 		}
@@ -186,6 +192,22 @@ func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.Valkey
 	}
 	if err := r.Patch(ctx, n, patch); err != nil {
 		return fmt.Errorf("setting lifecycle of node %s to %s: %w", n.Name, l, err)
+	}
+	return nil
+}
+
+// recordFailover stamps the failover request time on the node.
+func (r *ClusterReconciler) recordFailover(ctx context.Context, n *valkeyv1.ValkeyNode, at time.Time) error {
+	if n == nil {
+		return nil
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[valkeyv1.AnnotationFailoverRequested] = at.UTC().Format(time.RFC3339Nano)
+	if err := r.Patch(ctx, n, patch); err != nil {
+		return fmt.Errorf("recording the failover request on node %s: %w", n.Name, err)
 	}
 	return nil
 }

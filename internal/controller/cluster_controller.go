@@ -210,6 +210,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		AtomicMigration:  o.allAtLeast9(),
 		BatchSize:        r.Options.SlotBatch,
 		Members:          o.members,
+		Now:              time.Now(),
 	}
 	action := topology.Plan(in)
 	names := make([]string, 0, len(o.nodes))
@@ -246,7 +247,8 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	}
 	if action.Kind == topology.KindFailover {
 		// Roles flip only once the replica has caught up and won its
-		// election; planning again before that would issue the failover twice.
+		// election; until then the planner holds (FailoverGrace), so look
+		// again when the flip is likely done.
 		return ctrlrt.Result{RequeueAfter: afterFailover}, nil
 	}
 	return ctrlrt.Result{RequeueAfter: afterAction}, nil

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,6 +106,8 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 			Outdated:   outdated,
 			NodeID:     n.Status.NodeID,
 			Pod:        podState(o.pods[name]),
+
+			FailoverRequested: failoverRequested(n),
 		}
 		o.members[i] = m
 		if m.Pod.Phase != topology.PodRunning {
@@ -255,3 +258,13 @@ func (o *observed) allAtLeast9() bool {
 }
 
 func shardLabel(n int32) string { return strconv.Itoa(int(n)) }
+
+// failoverRequested reads the node's failover request time; an unreadable
+// value counts as none, so a hand-edited annotation cannot stall the roll.
+func failoverRequested(n *valkeyv1.ValkeyNode) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, n.Annotations[valkeyv1.AnnotationFailoverRequested])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}

@@ -82,7 +82,7 @@ func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.Sta
 	msg := "cluster matches its spec"
 	reason := ReasonConverged
 	if progressing {
-		reason = string(a.Kind)
+		reason = actionReason(a)
 		msg = describe(a)
 	}
 	setCondition(vc, CondProgressing, boolStatus(progressing), reason, msg)
@@ -90,7 +90,7 @@ func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.Sta
 	dmsg := "every shard has a healthy primary and its replicas"
 	dreason := ReasonHealthy
 	if degraded {
-		dreason = string(a.Kind)
+		dreason = actionReason(a)
 		dmsg = describe(a)
 	}
 	setCondition(vc, CondDegraded, boolStatus(degraded), dreason, dmsg)

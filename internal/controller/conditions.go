@@ -1,5 +1,7 @@
 package controller
 
+import "github.com/gomomento/valkey-operator/internal/topology"
+
 // Condition types on ValkeyCluster status: the one place that names them.
 const (
 	// CondReady is True when the cluster is Active and serving every slot.
@@ -43,6 +45,37 @@ const (
 	ReasonReloadFailed       = "ReloadFailed"
 )
 
+// Reasons of the Progressing and Degraded conditions when the cluster waits
+// on something outside the operator; otherwise those carry the action kind.
+const (
+	ReasonPodUnschedulable     = "PodUnschedulable"
+	ReasonPodPending           = "PodPending"
+	ReasonAwaitingAutoFailover = "AwaitingAutoFailover"
+	ReasonFailoverInProgress   = "FailoverInProgress"
+)
+
+// waitReasons names the planner's waits a reader can act on or should
+// expect to clear by itself.
+var waitReasons = map[string]string{
+	topology.ReasonPodUnschedulable: ReasonPodUnschedulable,
+	topology.ReasonUnschedulable:    ReasonPodUnschedulable,
+	topology.ReasonPodPending:       ReasonPodPending,
+	topology.ReasonNodeSilent:       ReasonUnreachable,
+	topology.ReasonWaitAutoFailover: ReasonAwaitingAutoFailover,
+	topology.ReasonFailoverInFlight: ReasonFailoverInProgress,
+}
+
+// actionReason is the condition reason for a planned action: what blocks a
+// Wait when it is known, the action kind otherwise.
+func actionReason(a topology.Action) string {
+	if a.Kind == topology.KindWait {
+		if r, ok := waitReasons[a.Reason]; ok {
+			return r
+		}
+	}
+	return string(a.Kind)
+}
+
 // Reasons of the CertificatesServed condition beyond those above.
 const (
 	// ReasonServingCurrent: every node serves the Secret's certificate.
@@ -58,7 +91,7 @@ const (
 	// ReasonACLPending: a node loaded its mounted file, which is not the
 	// rendered one yet.
 	ReasonACLPending = "ACLPending"
-	// ReasonACLLoadUnsafe: a replica runs other rules than the rendered file
-	// and a Valkey release that crashes on ACL LOAD, so it is not reloaded.
+	// ReasonACLLoadUnsafe: a replica runs a Valkey release that crashes on
+	// ACL LOAD and refused the per-user update (its file lacks the grants).
 	ReasonACLLoadUnsafe = "ACLLoadUnsafe"
 )

@@ -4,7 +4,13 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 )
+
+// FailoverGrace is how long a requested CLUSTER FAILOVER is given to flip
+// roles before the planner may ask again: Valkey's manual-failover timeout
+// (5 s) plus the election and the gossip that lets every node see it.
+const FailoverGrace = 15 * time.Second
 
 // Plan returns the single next action for the cluster described by in, or
 // Done when it has its desired shape, or Wait with the reason nothing can be
@@ -29,10 +35,30 @@ func Plan(in Input) Action {
 	}
 	for _, step := range steps {
 		if a, ok := step(); ok {
-			return a
+			return w.holdRepeatedFailover(a)
 		}
 	}
 	return wait(TierSteady, "waiting for the cluster to settle", "")
+}
+
+// holdRepeatedFailover turns a Failover on a node that was asked to fail over
+// less than FailoverGrace ago into a Wait. Roles flip only after the replica
+// has caught up and won its election, so until then every view still shows
+// the old primary and the step that asked would ask again: one failover per
+// primary means remembering the request (in the API, so a restarted
+// operator remembers it too).
+func (w *world) holdRepeatedFailover(a Action) Action {
+	if a.Kind != KindFailover {
+		return a
+	}
+	n := w.byName[a.Failover.Node]
+	if n == nil || n.FailoverRequested.IsZero() || w.in.Now.IsZero() {
+		return a
+	}
+	if age := w.in.Now.Sub(n.FailoverRequested); age >= 0 && age < FailoverGrace {
+		return wait(a.Tier, ReasonFailoverInFlight, a.Detail)
+	}
+	return a
 }
 
 // noted remembers the first reason a step skipped something, so the final
@@ -61,16 +87,16 @@ func pendingDetail(n *node) string {
 
 func waitForPod(tier Tier, n *node) Action {
 	if n.Pod.Unschedulable != "" {
-		reason := "pod cannot be scheduled"
+		reason := ReasonPodUnschedulable
 		if tier == TierBootstrap {
 			reason = ReasonUnschedulable
 		}
 		return wait(tier, reason, pendingDetail(n))
 	}
 	if n.pending() {
-		return wait(tier, "waiting for pod to run", n.Name)
+		return wait(tier, ReasonPodPending, n.Name)
 	}
-	return wait(tier, "waiting for node to answer", n.Name)
+	return wait(tier, ReasonNodeSilent, n.Name)
 }
 
 func (w *world) label(id string) string {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // nd describes one member for the hand-built fixtures below.
@@ -356,6 +357,40 @@ func TestSteadyDecisions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := Input{Shards: tt.shards, ReplicasPerShard: 1, AtomicMigration: tt.atomic, Members: tt.members()}
 			a := Plan(in)
+			if got := a.String(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRepeatedFailoverIsHeld(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		requested time.Time
+		now       time.Time
+		want      string
+	}{
+		{"never requested", time.Time{}, now,
+			"Failover node=n4 mode=default (" + ReasonRollFailover + ": n4 replaces n1)"},
+		{"requested just now: wait for roles to flip", now.Add(-time.Second), now,
+			"Wait (" + ReasonFailoverInFlight + ": n4 replaces n1)"},
+		{"requested within the grace", now.Add(-FailoverGrace + time.Millisecond), now,
+			"Wait (" + ReasonFailoverInFlight + ": n4 replaces n1)"},
+		{"grace over: the failover did not happen, ask again", now.Add(-FailoverGrace), now,
+			"Failover node=n4 mode=default (" + ReasonRollFailover + ": n4 replaces n1)"},
+		{"request from the future (clock skew) is not trusted", now.Add(time.Minute), now,
+			"Failover node=n4 mode=default (" + ReasonRollFailover + ": n4 replaces n1)"},
+		{"no clock: never held", now, time.Time{},
+			"Failover node=n4 mode=default (" + ReasonRollFailover + ": n4 replaces n1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := formed3()
+			member(ms, "n1").Outdated = true
+			member(ms, "n4").FailoverRequested = tt.requested
+			a := Plan(Input{Shards: 3, ReplicasPerShard: 1, Members: ms, Now: tt.now})
 			if got := a.String(); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}

@@ -1,5 +1,7 @@
 package topology
 
+import "time"
+
 // TotalSlots is the number of hash slots in a Valkey cluster.
 const TotalSlots = 16384
 
@@ -68,6 +70,9 @@ type Input struct {
 	BatchSize int
 	// Members are the cluster's ValkeyNodes, in any order.
 	Members []Member
+	// Now is the time Member.FailoverRequested is compared with; zero turns
+	// the comparison off.
+	Now time.Time
 }
 
 // Member is one ValkeyNode with its pod and, when reachable, its Valkey view.
@@ -82,7 +87,10 @@ type Member struct {
 	// NodeID is the Valkey node ID last recorded for this node (status), used
 	// to recognise it in peers' views when it cannot be asked itself.
 	NodeID string
-	Pod    Pod
+	// FailoverRequested is when this node was last sent CLUSTER FAILOVER
+	// (zero if never, as recorded on the ValkeyNode).
+	FailoverRequested time.Time
+	Pod               Pod
 	// View is nil when the node could not be asked this tick.
 	View *View
 }

@@ -86,6 +86,11 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 			return nil
 		})
 		waitConverged(t, key, 2, 1, 5*time.Minute)
+		// The restarted operator finds the first failover recorded on its
+		// node and does not repeat it.
+		if n := countEvents(t, key, "Failover", "") - failovers; n != 2 {
+			t.Fatalf("%d Failover Events during the roll, want one per shard (2)", n)
+		}
 		acked := load.finish(t)
 		checkAll(t, c, before)
 		checkAll(t, c, acked)
