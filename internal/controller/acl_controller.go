@@ -213,7 +213,7 @@ func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if full {
 		log.Info("ACL reconcile tick")
 	}
-	nodes := r.pass(ctx, &vc, conn, pods, want, hash, mem, full)
+	nodes := r.pass(ctx, &vc, conn, pods, file, want, hash, mem, full)
 
 	prior := meta.FindStatusCondition(vc.Status.Conditions, CondACLApplied)
 	r.mu.Lock()
@@ -336,7 +336,7 @@ func (r *ACLReloader) forget(key types.NamespacedName) {
 // delays nor blocks the others. Outside a full pass, a node already
 // confirmed on this file is reported as it was.
 func (r *ACLReloader) pass(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pods []*corev1.Pod,
-	want map[string]aclUser, hash string, mem *aclMemory, full bool) []aclNode {
+	file string, want map[string]aclUser, hash string, mem *aclMemory, full bool) []aclNode {
 	r.mu.Lock()
 	skip := make([]bool, len(pods))
 	for i, p := range pods {
@@ -354,7 +354,7 @@ func (r *ACLReloader) pass(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = r.node(ctx, vc, conn, pod, want)
+			out[i] = r.node(ctx, vc, conn, pod, file, want)
 		}()
 	}
 	wg.Wait()
@@ -373,7 +373,7 @@ func (r *ACLReloader) pass(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 }
 
 // node loads the node's mounted ACL file and checks what it now runs.
-func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, want map[string]aclUser) aclNode {
+func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclUser) aclNode {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
 	out := aclNode{Name: pod.Name}
 	n, err := conn.dial(ctx, pod.Name, pod.Status.PodIP)
@@ -391,12 +391,7 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 	}
 	version, verr := valkey.ParseVersion(info["server"]["valkey_version"])
 	if verr == nil && aclLoadUnsafe(version, info["replication"]["role"]) {
-		// ACL LIST is safe: a replica that already runs the rendered file
-		// (it started on it) needs nothing.
-		if out.Diff = r.compare(ctx, n, want); out.Diff != "" {
-			out.Diff, out.Unsafe = "", version.String()
-		}
-		return out
+		return r.nodePerUser(ctx, vc, n, file, want, out, version)
 	}
 	if err := n.AclLoad(ctx); err != nil {
 		if isServerError(err) {
@@ -414,6 +409,77 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 	if out.Diff != "" {
 		log.V(1).Info("node's ACL rules differ from the rendered file", "diff", out.Diff)
 	}
+	return out
+}
+
+// nodePerUser brings a replica that would crash on ACL LOAD to the rendered
+// rules with ACL SETUSER and ACL DELUSER, which it survives.
+func (r *ACLReloader) nodePerUser(ctx context.Context, vc *valkeyv1.ValkeyCluster, n *valkey.Node, file string,
+	want map[string]aclUser, out aclNode, version valkey.Version) aclNode {
+	log := logf.FromContext(ctx).WithValues("node", out.Name)
+	lines, err := n.AclList(ctx)
+	if err != nil {
+		out.Unreachable = err
+		return out
+	}
+	got, err := parseACLLines(lines)
+	if err != nil {
+		out.Diff = "unreadable ACL LIST: " + err.Error()
+		return out
+	}
+	set, del, err := perUserACL(file, got)
+	if err != nil {
+		out.Diff = err.Error()
+		return out
+	}
+	if len(set) == 0 && len(del) == 0 {
+		return out
+	}
+	// Every user's rules are tried on a scratch user first: a node that
+	// refuses one keeps all its previous rules, as after a refused ACL LOAD.
+	check := func() error {
+		defer func() { _ = n.AclDelUser(ctx, render.ACLCheckUser) }()
+		for _, u := range set {
+			if err := n.AclSetUser(ctx, render.ACLCheckUser, u.Rules...); err != nil {
+				return fmt.Errorf("rules of user %q: %w", u.Name, err)
+			}
+		}
+		return nil
+	}
+	apply := func() error {
+		for _, u := range set {
+			if err := n.AclSetUser(ctx, u.Name, u.Rules...); err != nil {
+				return err
+			}
+		}
+		if len(del) > 0 {
+			return n.AclDelUser(ctx, del...)
+		}
+		return nil
+	}
+	err = check()
+	if err == nil {
+		err = apply()
+	}
+	if err != nil {
+		switch {
+		case isNoPerm(err):
+			// Its file predates the operator's per-user grants.
+			out.Unsafe, out.UnsafeErr = version.String(), err
+			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "rejected").Inc()
+		case isServerError(err):
+			out.Rejected = err
+			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "rejected").Inc()
+		default:
+			out.Unreachable = err
+			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "unreachable").Inc()
+		}
+		log.Info("per-user ACL update failed, will retry next tick", "error", err.Error())
+		return out
+	}
+	aclLoads.WithLabelValues(vc.Namespace, vc.Name, "success").Inc()
+	log.V(1).Info("ACL rules applied one user at a time", "set", len(set), "deleted", del)
+	out.Diff = r.compare(ctx, n, want)
 	return out
 }
 
@@ -438,6 +504,12 @@ func (r *ACLReloader) compare(ctx context.Context, n *valkey.Node, want map[stri
 func isServerError(err error) bool {
 	var ve *vkgo.ValkeyError
 	return errors.As(err, &ve)
+}
+
+// isNoPerm tells a command the operator's user may not run.
+func isNoPerm(err error) bool {
+	var ve *vkgo.ValkeyError
+	return errors.As(err, &ve) && strings.HasPrefix(ve.Error(), "NOPERM")
 }
 
 // writeStatus writes only the ACLApplied condition.

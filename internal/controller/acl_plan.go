@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -254,16 +255,78 @@ func diffACL(want, got map[string]aclUser) string {
 	return strings.Join(parts, "; ")
 }
 
-// aclLoadFixed is the first Valkey 8 release whose replicas survive ACL
-// LOAD: from 8.0.0 up to 8.0.2 the command dereferences the user of the
-// replication link's client, which has none, and the replica crashes
-// (valkey-io/valkey#1832, fixed in 8.0.3 by #1842). Earlier releases than
-// 8.0 are not supported, later majors have the fix.
-var aclLoadFixed = valkey.Version{Major: 8, Minor: 0, Patch: 3}
-
-// aclLoadUnsafe says whether ACL LOAD would crash a node.
+// aclLoadUnsafe says whether ACL LOAD would crash a node; such a node is
+// updated one user at a time instead (perUserACL).
 func aclLoadUnsafe(v valkey.Version, role string) bool {
-	return role == valkey.RoleReplica && v.Major == 8 && v.Minor == 0 && !v.AtLeast(aclLoadFixed)
+	return role == valkey.RoleReplica && valkey.ACLLoadCrashesReplicas(v)
+}
+
+// aclSetUser is one ACL SETUSER: the user's name and its rendered rules,
+// each selector one argument.
+type aclSetUser struct {
+	Name  string
+	Rules []string
+}
+
+// perUserACL is what brings a node that runs got to the rendered file
+// without ACL LOAD: an ACL SETUSER for every user missing or different, an
+// ACL DELUSER for every user not rendered. The operator's own user comes
+// last, so the connection doing the work keeps its rights until the end.
+func perUserACL(file string, got map[string]aclUser) (set []aclSetUser, del []string, err error) {
+	want := map[string]bool{}
+	for _, line := range strings.Split(file, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, u, err := parseACLLine(line)
+		if err != nil {
+			return nil, nil, err
+		}
+		want[name] = true
+		if g, ok := got[name]; ok && g.equal(u) {
+			continue
+		}
+		rules, err := aclRuleArgs(line)
+		if err != nil {
+			return nil, nil, err
+		}
+		set = append(set, aclSetUser{Name: name, Rules: rules})
+	}
+	for name := range got {
+		if !want[name] && name != render.DefaultUser {
+			del = append(del, name)
+		}
+	}
+	sort.Strings(del)
+	if i := slices.IndexFunc(set, func(s aclSetUser) bool { return s.Name == render.OperatorUser }); i >= 0 {
+		set = append(append(set[:i:i], set[i+1:]...), set[i])
+	}
+	return set, del, nil
+}
+
+// aclRuleArgs splits "user <name> <rules...>" into ACL SETUSER arguments:
+// each rule one argument, a "( ... )" selector kept whole.
+func aclRuleArgs(line string) ([]string, error) {
+	fields := strings.Fields(line)
+	if len(fields) < 2 || fields[0] != "user" {
+		return nil, fmt.Errorf("not a user line: %q", truncate(line, 80))
+	}
+	var args []string
+	for i := 2; i < len(fields); i++ {
+		if !strings.HasPrefix(fields[i], "(") {
+			args = append(args, fields[i])
+			continue
+		}
+		start := i
+		for ; i < len(fields) && !strings.HasSuffix(fields[i], ")"); i++ {
+		}
+		if i == len(fields) {
+			return nil, fmt.Errorf("user %q: unterminated selector", fields[1])
+		}
+		args = append(args, strings.Join(fields[start:i+1], " "))
+	}
+	return args, nil
 }
 
 // aclNode is what one pass learned about one node.
@@ -277,9 +340,10 @@ type aclNode struct {
 	// Diff is how the node's ACL LIST differs from the rendered file after
 	// a successful ACL LOAD: its mounted file is not the rendered one yet.
 	Diff string
-	// Unsafe is the version of a node that runs other rules than the
-	// rendered file and would crash on ACL LOAD, which is not sent.
-	Unsafe string
+	// Unsafe is the version of a node that would crash on ACL LOAD, which
+	// is not sent, and that refused the per-user update (UnsafeErr).
+	Unsafe    string
+	UnsafeErr error
 }
 
 func (n aclNode) current() bool {
@@ -318,6 +382,7 @@ func summarizeACL(in aclInput) aclReport {
 	}
 	var unreachable, pending, unsafe []string
 	unsafeVersion := ""
+	var unsafeErr error
 	var firstUnreachable error
 	pendingDiff := ""
 	for _, n := range in.Nodes {
@@ -325,8 +390,10 @@ func summarizeACL(in aclInput) aclReport {
 		case n.Rejected != nil:
 			rep.Rejected = append(rep.Rejected, n)
 		case n.Unsafe != "":
+			if unsafe == nil {
+				unsafeVersion, unsafeErr = n.Unsafe, n.UnsafeErr
+			}
 			unsafe = append(unsafe, n.Name)
-			unsafeVersion = n.Unsafe
 		case n.Unreachable != nil:
 			if firstUnreachable == nil {
 				firstUnreachable = n.Unreachable
@@ -351,9 +418,10 @@ func summarizeACL(in aclInput) aclReport {
 			len(rep.Rejected), total, in.Secret, strings.Join(parts, "; "))
 	case len(unsafe) > 0:
 		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonACLLoadUnsafe
-		rep.Message = fmt.Sprintf("%d of %d nodes %v are replicas running Valkey %s, which crashes on ACL LOAD (fixed in %s): "+
-			"they keep their previous ACL rules until upgraded or replaced, and do not run the ACL file in Secret %q",
-			len(unsafe), total, unsafe, unsafeVersion, aclLoadFixed, in.Secret)
+		rep.Message = fmt.Sprintf("%d of %d nodes %v are replicas running Valkey %s, which crashes on ACL LOAD (fixed in %s), "+
+			"and refused the rules one user at a time (%s): they keep their previous ACL rules until upgraded or replaced, "+
+			"and do not run the ACL file in Secret %q",
+			len(unsafe), total, unsafe, unsafeVersion, valkey.ACLLoadFixedVersion(), truncate(fmt.Sprint(unsafeErr), 300), in.Secret)
 		return rep
 	case len(unreachable) > 0:
 		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonUnreachable

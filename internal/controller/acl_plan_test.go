@@ -2,6 +2,8 @@ package controller
 
 import (
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,9 +187,11 @@ func TestSummarizeACL(t *testing.T) {
 			requeue: aclRetryPending},
 		{name: "unreachable alone retries less often", nodes: []aclNode{ok("c-0"), down}, age: time.Second,
 			status: metav1.ConditionFalse, reason: ReasonUnreachable, requeue: aclRetryUnreachable},
-		{name: "replica that would crash on ACL LOAD is reported, not retried", nodes: []aclNode{ok("c-0"), {Name: "c-4", Unsafe: "8.0.1"}, down}, age: time.Second,
-			status: metav1.ConditionFalse, reason: ReasonACLLoadUnsafe,
-			message: `1 of 3 nodes [c-4] are replicas running Valkey 8.0.1, which crashes on ACL LOAD (fixed in 8.0.3): they keep their previous ACL rules until upgraded or replaced, and do not run the ACL file in Secret "c-acl"`,
+		{name: "replica that would crash on ACL LOAD and refuses ACL SETUSER is reported, not retried",
+			nodes: []aclNode{ok("c-0"), {Name: "c-4", Unsafe: "8.0.1", UnsafeErr: errors.New("NOPERM User _momento_operator has no permissions to run the 'acl|setuser' command")}, down},
+			age:   time.Second, status: metav1.ConditionFalse, reason: ReasonACLLoadUnsafe,
+			message: `1 of 3 nodes [c-4] are replicas running Valkey 8.0.1, which crashes on ACL LOAD (fixed in 8.0.3), and refused the rules one user at a time ` +
+				`(NOPERM User _momento_operator has no permissions to run the 'acl|setuser' command): they keep their previous ACL rules until upgraded or replaced, and do not run the ACL file in Secret "c-acl"`,
 			requeue: tick},
 		{name: "rejection outranks the rest and names node and error", nodes: []aclNode{ok("c-0"), rejected, down}, age: time.Second,
 			status: metav1.ConditionFalse, reason: ReasonACLRejected,
@@ -231,5 +235,61 @@ func TestACLLoadUnsafe(t *testing.T) {
 		if got := aclLoadUnsafe(v, tt.role); got != tt.want {
 			t.Errorf("aclLoadUnsafe(%s, %s) = %v, want %v", tt.version, tt.role, got, tt.want)
 		}
+	}
+}
+
+func TestPerUserACL(t *testing.T) {
+	const file = "user app on #" + aclHashB + " resetchannels %R~app:* +@read (~cache:* +get +set)\n" +
+		"user default off\n" +
+		"user _momento_operator on #" + aclHashX + " resetchannels +cluster +acl|setuser\n"
+	running := func(lines ...string) map[string]aclUser {
+		got, err := parseACLLines(lines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	current := running(
+		"user app on sanitize-payload #"+aclHashB+" %R~app:* resetchannels -@all +@read (~cache:* resetchannels -@all +get +set)",
+		"user default off sanitize-payload resetchannels -@all",
+		"user _momento_operator on sanitize-payload #"+aclHashX+" resetchannels -@all +cluster +acl|setuser")
+	tests := []struct {
+		name    string
+		got     map[string]aclUser
+		wantSet []aclSetUser
+		wantDel []string
+	}{
+		{name: "a node that runs the file needs nothing", got: current},
+		{name: "every user missing: the operator's own last", got: map[string]aclUser{},
+			wantSet: []aclSetUser{
+				{"app", []string{"on", "#" + aclHashB, "resetchannels", "%R~app:*", "+@read", "(~cache:* +get +set)"}},
+				{"default", []string{"off"}},
+				{"_momento_operator", []string{"on", "#" + aclHashX, "resetchannels", "+cluster", "+acl|setuser"}},
+			}},
+		{name: "a changed user is set, a user no longer rendered deleted, default never",
+			got: running(
+				"user app on #"+aclHashX+" ~app:* +@read",
+				"user old on nopass ~* +@all",
+				"user zzz on nopass ~* +@all",
+				"user _momento_operator on #"+aclHashX+" resetchannels -@all +cluster +acl|setuser"),
+			wantSet: []aclSetUser{
+				{"app", []string{"on", "#" + aclHashB, "resetchannels", "%R~app:*", "+@read", "(~cache:* +get +set)"}},
+				{"default", []string{"off"}},
+			},
+			wantDel: []string{"old", "zzz"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, del, err := perUserACL(file, tt.got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(set, tt.wantSet) || !slices.Equal(del, tt.wantDel) {
+				t.Fatalf("set %q del %q\nwant set %q del %q", set, del, tt.wantSet, tt.wantDel)
+			}
+		})
+	}
+	if _, err := aclRuleArgs("user x on (~a +get"); err == nil {
+		t.Fatal("unterminated selector accepted")
 	}
 }

@@ -20,7 +20,7 @@ import (
 // list order, because Valkey applies rules left to right and a command deny
 // must follow the category allow it narrows.
 func ACLFile(users []resolve.User, p Passwords, valkeyVersion string) (string, error) {
-	replGrants, err := replicationGrantsFor(valkeyVersion)
+	opGrants, replGrants, err := systemGrantsFor(valkeyVersion)
 	if err != nil {
 		return "", err
 	}
@@ -33,7 +33,7 @@ func ACLFile(users []resolve.User, p Passwords, valkeyVersion string) (string, e
 		}
 		b.WriteString(line)
 		b.WriteByte('\n')
-		if u.Binding.Username == defaultUser {
+		if u.Binding.Username == DefaultUser {
 			defaultBound = true
 		}
 	}
@@ -44,7 +44,7 @@ func ACLFile(users []resolve.User, p Passwords, valkeyVersion string) (string, e
 	default:
 		b.WriteString(defaultUserDisabled + "\n")
 	}
-	b.WriteString(systemUserLine(OperatorUser, p.Operator, operatorGrants))
+	b.WriteString(systemUserLine(OperatorUser, p.Operator, opGrants))
 	b.WriteString(systemUserLine(ReplicationUser, p.Replication, replGrants))
 	return b.String(), nil
 }

@@ -144,18 +144,23 @@ func TestSystemUserHashes(t *testing.T) {
 	}
 }
 
-func TestReplicationGrantsFollowTheOldestNode(t *testing.T) {
+func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
+	const opBase = "+cluster +acl|load +acl|list +ping +info +config|set ~* +migrate +restore-asking +select"
 	tests := []struct {
-		version string
-		want    string // the _momento_repl grants
-		err     bool
+		version  string
+		operator string // the _momento_operator grants
+		repl     string // the _momento_repl grants
+		err      bool
 	}{
-		{version: "8.0.1", want: "+psync +replconf +ping"},
-		{version: "8.1.4", want: "+psync +replconf +ping"},
-		{version: "9.0.0", want: "+psync +replconf +ping +cluster|syncslots"},
-		{version: "10.2.3", want: "+psync +replconf +ping +cluster|syncslots"},
+		{version: "8.0.1", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping"},
+		{version: "8.0.2", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping"},
+		{version: "8.0.3", operator: opBase, repl: "+psync +replconf +ping"},
+		{version: "8.1.4", operator: opBase, repl: "+psync +replconf +ping"},
+		{version: "9.0.0", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots"},
+		{version: "10.2.3", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots"},
 		{version: "", err: true},
 		{version: "v9.0.0", err: true},
+		{version: "9", err: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
@@ -169,7 +174,8 @@ func TestReplicationGrantsFollowTheOldestNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := "user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels " + tt.want + "\n"
+			want := "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels " + tt.operator + "\n" +
+				"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels " + tt.repl + "\n"
 			if !strings.HasSuffix(got, want) {
 				t.Fatalf("got\n%s\nwant suffix\n%s", got, want)
 			}

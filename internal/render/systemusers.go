@@ -3,8 +3,8 @@ package render
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // The operator's own Valkey users. Their names and grants are the documented
@@ -16,6 +16,10 @@ const (
 	OperatorUser = "_momento_operator"
 	// ReplicationUser is what replicas authenticate to their primary as.
 	ReplicationUser = "_momento_repl"
+	// ACLCheckUser is a scratch user, never in the file: the ACL reloader
+	// tries each user's rules on it before changing a node one user at a
+	// time, so rules the node refuses change nothing.
+	ACLCheckUser = "_momento_aclcheck"
 )
 
 var (
@@ -31,6 +35,11 @@ var (
 	replicationGrants = []string{"+psync", "+replconf", "+ping"}
 )
 
+// aclPerUserGrants let the ACL reloader update, one user at a time, a
+// replica whose Valkey release crashes on ACL LOAD; rendered only while a
+// node of the cluster runs such a release.
+var aclPerUserGrants = []string{"+acl|setuser", "+acl|deluser"}
+
 // syncSlotsGrant lets replicas follow atomic slot migration. CLUSTER
 // SYNCSLOTS exists from Valkey 9.0 on; Valkey 8 rejects the whole ACL file
 // when it names an unknown subcommand (and refuses to start), so the grant
@@ -40,24 +49,26 @@ const (
 	syncSlotsMinimumMajor = 9
 )
 
-// replicationGrantsFor the lowest Valkey version (MAJOR.MINOR.PATCH) any
-// node of the cluster runs.
-func replicationGrantsFor(version string) ([]string, error) {
-	majorText, _, _ := strings.Cut(version, ".")
-	major, err := strconv.Atoi(majorText)
+// systemGrantsFor the lowest Valkey version (MAJOR.MINOR.PATCH) any node
+// of the cluster runs: the operator's and the replication user's grants.
+func systemGrantsFor(version string) (operator, replication []string, err error) {
+	v, err := valkey.ParseVersion(version)
 	if err != nil {
-		return nil, fmt.Errorf("valkey version %q: not MAJOR.MINOR.PATCH", version)
+		return nil, nil, fmt.Errorf("valkey version: %w", err)
 	}
-	grants := slices.Clone(replicationGrants)
-	if major >= syncSlotsMinimumMajor {
-		grants = append(grants, syncSlotsGrant)
+	operator, replication = slices.Clone(operatorGrants), slices.Clone(replicationGrants)
+	if v.Major >= syncSlotsMinimumMajor {
+		replication = append(replication, syncSlotsGrant)
 	}
-	return grants, nil
+	if valkey.ACLLoadCrashesReplicas(v) {
+		operator = append(operator, aclPerUserGrants...)
+	}
+	return operator, replication, nil
 }
 
-// defaultUser is Valkey's built-in user, which every ACL file must define:
+// DefaultUser is Valkey's built-in user, which every ACL file must define:
 // left out, Valkey recreates it fully open.
-const defaultUser = "default"
+const DefaultUser = "default"
 
 // Lines for the default user when no binding is named default: open while
 // the cluster has no binding at all (the documented behaviour), disabled as

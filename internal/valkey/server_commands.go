@@ -55,6 +55,21 @@ func (n *Node) AclLoad(ctx context.Context) error {
 	return n.exec(ctx, "ACL LOAD", func(b valkey.Builder) valkey.Completed { return b.AclLoad().Build() })
 }
 
+// AclSetUser replaces one user's rules: "reset" then rules, applied by
+// Valkey as one change, so the user is never seen half-updated.
+func (n *Node) AclSetUser(ctx context.Context, name string, rules ...string) error {
+	return n.exec(ctx, "ACL SETUSER "+name, func(b valkey.Builder) valkey.Completed {
+		return b.AclSetuser().Username(name).Rule(append([]string{"reset"}, rules...)...).Build()
+	})
+}
+
+// AclDelUser removes users and disconnects the clients authenticated as them.
+func (n *Node) AclDelUser(ctx context.Context, names ...string) error {
+	return n.exec(ctx, "ACL DELUSER", func(b valkey.Builder) valkey.Completed {
+		return b.AclDeluser().Username(names...).Build()
+	})
+}
+
 // AclList returns the node's ACL rules, one user per line; the ACL reloader
 // compares them with the rendered file.
 func (n *Node) AclList(ctx context.Context) ([]string, error) {

@@ -51,3 +51,19 @@ func (v Version) AtLeast(o Version) bool { return v.Compare(o) >= 0 }
 
 // AtomicSlotMigrationVersion is the first release with CLUSTER MIGRATESLOTS.
 var AtomicSlotMigrationVersion = Version{Major: 9}
+
+// aclLoadFixed is the first Valkey 8 release whose replicas survive ACL
+// LOAD: from 8.0.0 up to 8.0.2 the command dereferences the user of the
+// replication link's client, which has none, and the replica crashes
+// (valkey-io/valkey#1832, fixed in 8.0.3 by #1842). Later majors have the
+// fix; earlier ones are not supported.
+var aclLoadFixed = Version{Major: 8, Minor: 0, Patch: 3}
+
+// ACLLoadFixedVersion is the release that made ACL LOAD safe on replicas.
+func ACLLoadFixedVersion() Version { return aclLoadFixed }
+
+// ACLLoadCrashesReplicas reports whether a replica running v crashes on ACL
+// LOAD. ACL SETUSER and ACL DELUSER are safe on the same replicas.
+func ACLLoadCrashesReplicas(v Version) bool {
+	return v.Major == 8 && v.Minor == 0 && !v.AtLeast(aclLoadFixed)
+}

@@ -50,3 +50,22 @@ func TestVersionCompare(t *testing.T) {
 		t.Error("AtomicSlotMigrationVersion is not 9.0.0")
 	}
 }
+
+func TestACLLoadCrashesReplicas(t *testing.T) {
+	for _, tt := range []struct {
+		v    Version
+		want bool
+	}{
+		{Version{8, 0, 0}, true},
+		{Version{8, 0, 1}, true},
+		{Version{8, 0, 2}, true},
+		{Version{8, 0, 3}, false},
+		{Version{8, 1, 0}, false},
+		{Version{9, 0, 0}, false},
+		{Version{9, 1, 2}, false},
+	} {
+		if got := ACLLoadCrashesReplicas(tt.v); got != tt.want {
+			t.Errorf("ACLLoadCrashesReplicas(%s) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}

@@ -32,10 +32,11 @@ type aclFixture struct {
 	*tlsFixture
 }
 
-// aclVersion is what the ACL tests run: Valkey 8.0.0 to 8.0.2 replicas
-// crash on ACL LOAD, so the reloader leaves them alone (see
-// TestACLValkey8ReplicaIsNotCrashed) and only later releases reload live.
-const aclVersion = "9.1.2"
+// aclVersion is what the ACL tests run: the default image's release, whose
+// replicas crash on ACL LOAD and are updated one user at a time, while its
+// primaries reload the file (TestACLValkey9ReloadsEveryNode covers the
+// release that reloads replicas too).
+const aclVersion = "8.0.1"
 
 func createACLMenu(t testing.TB, suffix, version string) string {
 	t.Helper()
@@ -581,13 +582,19 @@ func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
 		s.Commands = append(s.Commands, valkeyv1.CommandRule{Name: "nosuchcommand", Access: valkeyv1.RuleAllow})
 	})
 	f.waitCondition(controller.CondACLApplied, metav1.ConditionFalse, controller.ReasonACLRejected, "", 90*time.Second)
-	c := meta.FindStatusCondition(f.cluster().Status.Conditions, controller.CondACLApplied)
-	t.Logf("ACLApplied: %s", c.Message)
-	for _, name := range []string{primaryName, replicaName} {
-		if !strings.Contains(c.Message, "node "+name+": ") || !strings.Contains(c.Message, "nosuchcommand") {
-			t.Fatalf("ACLApplied message %q does not name node %s and Valkey's error", c.Message, name)
+	// A replica updated one user at a time refuses at once; the primary
+	// only once its mounted file has the new rules.
+	var c *metav1.Condition
+	eventually(t, 30*time.Second, "ACLApplied to name every node and Valkey's error", func() error {
+		c = meta.FindStatusCondition(f.cluster().Status.Conditions, controller.CondACLApplied)
+		for _, name := range []string{primaryName, replicaName} {
+			if c == nil || c.Reason != controller.ReasonACLRejected || !strings.Contains(c.Message, "node "+name+": ") || !strings.Contains(c.Message, "nosuchcommand") {
+				return fmt.Errorf("ACLApplied %+v does not name node %s", c, name)
+			}
 		}
-	}
+		return nil
+	})
+	t.Logf("ACLApplied: %s", c.Message)
 	for _, name := range []string{primaryName, replicaName} {
 		f.waitEvent(corev1.EventTypeWarning, controller.ReasonACLRejected, "node "+name+" rejected the ACL file", 30*time.Second)
 	}
@@ -607,36 +614,34 @@ func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
 	}
 }
 
-// Valkey 8.0.0 to 8.0.2 replicas crash on ACL LOAD (valkey-io/valkey#1832).
-// The reloader never sends it to one: the primary gets the change, the
-// replica keeps running with its previous rules, and the condition and a
-// Warning say which node and why.
-func TestACLValkey8ReplicaIsNotCrashed(t *testing.T) {
-	const ns = "acl-v8"
-	role := "acl-v8-app"
+// On Valkey 9 every node, replicas included, reloads the file with ACL
+// LOAD; the per-user grants of Valkey 8.0.0-8.0.2 clusters are not rendered.
+func TestACLValkey9ReloadsEveryNode(t *testing.T) {
+	const ns = "acl-v9"
+	role := "acl-v9-app"
 	createRole(t, role, valkeyv1.ValkeyRoleSpec{Categories: []valkeyv1.CategoryRule{{Name: "read", Access: valkeyv1.RuleAllow}}})
-	f := newACLFixture(t, ns, "8.0.1", nil)
+	f := newACLFixture(t, ns, "9.1.2", nil)
 	f.waitACLApplied(time.Minute)
 	before := f.podSnapshot()
-	vc := f.cluster()
-	primaryName, replicaName := vc.Status.ShardStatuses[0].Primary, vc.Status.ShardStatuses[0].Replicas[0]
-	addrs := f.addresses()
+	loads := f.aclLoads("success")
 
 	f.setACL([]valkeyv1.AclBinding{binding("app", []valkeyv1.PasswordHash{passwordHash("pw")}, role, keys("app:*", valkeyv1.KeyAccessRead))})
-	eventually(t, 90*time.Second, "the binding on the primary", func() error {
-		c, err := nodeClient(addrs[primaryName], "app", "pw")
-		if err != nil {
-			return err
-		}
-		c.Close()
-		return nil
-	})
-	f.waitCondition(controller.CondACLApplied, metav1.ConditionFalse, controller.ReasonACLLoadUnsafe, "", time.Minute)
-	c := meta.FindStatusCondition(f.cluster().Status.Conditions, controller.CondACLApplied)
-	if !strings.Contains(c.Message, "["+replicaName+"]") || !strings.Contains(c.Message, "8.0.1") {
-		t.Fatalf("ACLApplied message %q does not name the replica and its version", c.Message)
+	eventually(t, 90*time.Second, "the binding on every node", func() error { return f.authenticates("app", "pw", true) })
+	f.waitACLApplied(time.Minute)
+	if err := f.runChecks("app", "pw", []check{{[]string{"GET", "app:1"}, true}, {[]string{"SET", "app:1", "x"}, false}}); err != nil {
+		t.Fatal(err)
 	}
-	f.waitEvent(corev1.EventTypeWarning, controller.ReasonACLLoadUnsafe, replicaName, 30*time.Second)
+	if got := f.aclLoads("success"); got < loads+2 {
+		t.Fatalf("valkey_acl_loads_total{result=success} went from %v to %v, want one ACL LOAD per node at least", loads, got)
+	}
+	for name, addr := range f.addresses() {
+		n := f.operatorNode(addr)
+		err := n.AclSetUser(context.Background(), render.ACLCheckUser, "on")
+		n.Close()
+		if err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Fatalf("node %s: ACL SETUSER as the operator on Valkey 9 = %v, want NOPERM", name, err)
+		}
+	}
 	f.assertPodsUntouched(before)
 	if _, link := f.replication(); link != "up" {
 		t.Fatalf("replica link %q", link)
