@@ -33,6 +33,10 @@ const afterAction = 50 * time.Millisecond
 // failover takes well under a second; cluster-node-timeout is 5 s).
 const afterFailover = 5 * time.Second
 
+// afterFailedMigration paces the retries of a slot move whose last attempt
+// failed.
+const afterFailedMigration = 5 * time.Second
+
 // ClusterReconciler drives a ValkeyCluster: validate, resolve, render the
 // cluster-level objects, observe every node, then perform the planner's
 // single next action.
@@ -244,6 +248,12 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, fmt.Sprintf("%s failed: %v", action.Kind, err))
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(action.Kind), "%s", truncate(err.Error(), 1000))
 		return ctrlrt.Result{}, fmt.Errorf("%s: %w", action.String(), err)
+	}
+	if action.Reason == topology.ReasonRetryMigration {
+		// Whatever failed it (the target's ACL, a lost link) rarely clears
+		// within a tick; retrying at once only floods the Events.
+		log.Info("slot migration failed, retrying", "detail", action.Detail)
+		return ctrlrt.Result{RequeueAfter: afterFailedMigration}, nil
 	}
 	if action.Kind == topology.KindFailover {
 		// Roles flip only once the replica has caught up and won its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -199,10 +200,17 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		if err != nil {
 			return nil, server.Version, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", name, err)
 		}
-		for _, m := range migrations {
+		var latest *valkey.SlotMigration
+		for i, m := range migrations {
 			if !m.Finished() {
 				v.AtomicMigrationInFlight = true
+			} else if latest == nil || m.Created.After(latest.Created) {
+				latest = &migrations[i]
 			}
+		}
+		if latest != nil && latest.State != valkey.SlotMigrationSuccess {
+			v.AtomicMigrationFailure = fmt.Sprintf("%s %s of slots %v %s: %s", name, strings.ToLower(latest.Operation),
+				latest.SlotRanges, latest.State, latest.Message)
 		}
 	}
 	return v, server.Version, nil

@@ -82,6 +82,9 @@ func TestACLFileLoadsInValkey(t *testing.T) {
 					{"_momento_operator", []string{"restore-asking", "k", "0", "x"}, true},
 					{"_momento_repl", []string{"replconf", "ack", "0"}, true},
 					{"_momento_repl", []string{"get", "k"}, false},
+					// Atomic slot migration replays writes as this user.
+					{"_momento_repl", []string{"set", "k", "v"}, version.Major >= 9},
+					{"_momento_repl", []string{"select", "0"}, version.Major >= 9},
 					{"nothing", []string{"ping"}, false},
 				} {
 					reply, err := c.do(append([]string{"ACL", "DRYRUN", tc.user}, tc.args...)...)

@@ -41,7 +41,7 @@ var (
 // systemLines are the documented system users (Valkey 9).
 func systemLines() string {
 	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster +acl|load +acl|list +ping +info +config|set ~* +migrate +restore-asking +select\n" +
-		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels +psync +replconf +ping +cluster|syncslots\n"
+		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels +psync +replconf +ping +cluster|syncslots ~* +@write +select +multi +exec\n"
 }
 
 func TestACLFile(t *testing.T) {
@@ -156,8 +156,8 @@ func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
 		{version: "8.0.2", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping"},
 		{version: "8.0.3", operator: opBase, repl: "+psync +replconf +ping"},
 		{version: "8.1.4", operator: opBase, repl: "+psync +replconf +ping"},
-		{version: "9.0.0", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots"},
-		{version: "10.2.3", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots"},
+		{version: "9.0.0", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots ~* +@write +select +multi +exec"},
+		{version: "10.2.3", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots ~* +@write +select +multi +exec"},
 		{version: "", err: true},
 		{version: "v9.0.0", err: true},
 		{version: "9", err: true},

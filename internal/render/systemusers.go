@@ -40,14 +40,18 @@ var (
 // node of the cluster runs such a release.
 var aclPerUserGrants = []string{"+acl|setuser", "+acl|deluser"}
 
-// syncSlotsGrant lets replicas follow atomic slot migration. CLUSTER
-// SYNCSLOTS exists from Valkey 9.0 on; Valkey 8 rejects the whole ACL file
-// when it names an unknown subcommand (and refuses to start), so the grant
-// is rendered only when every node of the cluster runs 9.0 or later.
-const (
-	syncSlotsGrant        = "+cluster|syncslots"
-	syncSlotsMinimumMajor = 9
-)
+// atomicMigrationGrants let a source node stream slots to a target on
+// Valkey 9: CLUSTER MIGRATESLOTS connects to the target as the replication
+// user (primaryuser) and, unlike replication, the target checks every
+// command of the stream against that user's ACL: CLUSTER SYNCSLOTS, then
+// SELECT and the writes that rebuild each key (MULTI/EXEC around
+// transactions). The user still may not read a value. Valkey 8 rejects the
+// whole ACL file when it names an unknown subcommand (and refuses to
+// start), so these are rendered only when every node of the cluster runs
+// 9.0 or later.
+var atomicMigrationGrants = []string{"+cluster|syncslots", "~*", "+@write", "+select", "+multi", "+exec"}
+
+const atomicMigrationMinimumMajor = 9
 
 // systemGrantsFor the lowest Valkey version (MAJOR.MINOR.PATCH) any node
 // of the cluster runs: the operator's and the replication user's grants.
@@ -57,8 +61,8 @@ func systemGrantsFor(version string) (operator, replication []string, err error)
 		return nil, nil, fmt.Errorf("valkey version: %w", err)
 	}
 	operator, replication = slices.Clone(operatorGrants), slices.Clone(replicationGrants)
-	if v.Major >= syncSlotsMinimumMajor {
-		replication = append(replication, syncSlotsGrant)
+	if v.Major >= atomicMigrationMinimumMajor {
+		replication = append(replication, atomicMigrationGrants...)
 	}
 	if valkey.ACLLoadCrashesReplicas(v) {
 		operator = append(operator, aclPerUserGrants...)

@@ -61,6 +61,14 @@ const (
 	MigrationClassic MigrationMethod = "classic"
 )
 
+// Command names the Valkey command that moves the slots, for messages.
+func (m MigrationMethod) Command() string {
+	if m == MigrationAtomic {
+		return "CLUSTER MIGRATESLOTS"
+	}
+	return "SETSLOT and MIGRATE"
+}
+
 // Documented log lines the reconciler should log for the matching actions
 // (Action.Reason carries them).
 const (
@@ -69,12 +77,18 @@ const (
 	ReasonUnschedulable    = "bootstrap blocked: pod cannot be scheduled"
 	ReasonRollFailover     = "failover to up-to-date replica for rolling upgrade"
 	ReasonFailoverInFlight = "waiting for the requested failover to complete"
-	ReasonPodUnschedulable = "pod cannot be scheduled"
-	ReasonPodPending       = "waiting for pod to run"
-	ReasonNodeSilent       = "waiting for node to answer"
-	ReasonMeet             = "cluster meet issued"
-	ReasonCompletedJoin    = "completed join"
-	ReasonFormed           = "cluster formed, transitioning to Active"
+	// ReasonRetryMigration: the source's previous CLUSTER MIGRATESLOTS job
+	// failed; the move is tried again.
+	ReasonRetryMigration = "retrying a failed slot migration"
+	// ReasonPromoteMigrationHeir: the replica of a dead, slotless migration
+	// target is promoted so the migration can resume on it.
+	ReasonPromoteMigrationHeir = "promoting the replica of a dead slot migration end"
+	ReasonPodUnschedulable     = "pod cannot be scheduled"
+	ReasonPodPending           = "waiting for pod to run"
+	ReasonNodeSilent           = "waiting for node to answer"
+	ReasonMeet                 = "cluster meet issued"
+	ReasonCompletedJoin        = "completed join"
+	ReasonFormed               = "cluster formed, transitioning to Active"
 )
 
 // Action is the planner's answer: exactly one of the payload pointers that

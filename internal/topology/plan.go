@@ -22,7 +22,7 @@ func Plan(in Input) Action {
 			fmt.Sprintf("shards=%d replicasPerShard=%d", in.Shards, in.ReplicasPerShard))
 	}
 	w := newWorld(in)
-	steps := []func() (Action, bool){w.primaries, w.departed}
+	steps := []func() (Action, bool){w.primaries, w.redirectMigrations, w.departed}
 	if in.Creating {
 		steps = append(steps, w.bootstrap)
 	} else {
@@ -35,10 +35,26 @@ func Plan(in Input) Action {
 	}
 	for _, step := range steps {
 		if a, ok := step(); ok {
-			return w.holdRepeatedFailover(a)
+			return w.noteFailedMigration(w.holdRepeatedFailover(a))
 		}
 	}
 	return wait(TierSteady, "waiting for the cluster to settle", "")
+}
+
+// noteFailedMigration marks an atomic slot move whose source's last
+// attempt failed as a retry and says why it failed, so the failure is seen
+// (and the retry paced) rather than the command silently re-issued.
+func (w *world) noteFailedMigration(a Action) Action {
+	if a.Kind != KindMigrateSlots || a.MigrateSlots.Method != MigrationAtomic {
+		return a
+	}
+	src := w.byName[a.MigrateSlots.From]
+	if src == nil || src.View == nil || src.View.AtomicMigrationFailure == "" {
+		return a
+	}
+	a.Reason = ReasonRetryMigration
+	a.Detail += "; last attempt: " + src.View.AtomicMigrationFailure
+	return a
 }
 
 // holdRepeatedFailover turns a Failover on a node that was asked to fail over
@@ -589,6 +605,88 @@ func (w *world) migrations() (Action, bool) {
 	return Action{}, false
 }
 
+// redirectMigrations hands an interrupted classic migration whose other end
+// died to the node that took over that end's shard, before the dead node is
+// forgotten: forgetting clears the slot's MIGRATING or IMPORTING state, and
+// the keys already moved would then sit on a node that does not own their
+// slot, out of every client's reach. With no node to take over (a primary
+// without replicas), nothing can be redirected and forgetting goes ahead.
+func (w *world) redirectMigrations() (Action, bool) {
+	for _, n := range w.liveNodes() {
+		for _, pair := range []struct {
+			slots    map[int]string
+			outgoing bool
+		}{{n.View.Migrating, true}, {n.View.Importing, false}} {
+			for _, peer := range sortedStrings(invert(pair.slots)) {
+				gone := w.byID[peer]
+				if gone == nil || !gone.dead() {
+					continue
+				}
+				heir, waiting := w.heir(gone)
+				if waiting != nil {
+					return *waiting, true
+				}
+				if heir == nil {
+					continue
+				}
+				from, to := n, heir
+				if !pair.outgoing {
+					from, to = heir, n
+				}
+				return w.migrate(from, to, runWith(pair.slots, peer), MigrationClassic,
+					"resuming slot migration with the node that replaced "+gone.Name), true
+			}
+		}
+	}
+	return Action{}, false
+}
+
+// heir is the live primary that took over a dead node's shard, or a Wait
+// while one of its replicas may still be promoted.
+func (w *world) heir(gone *node) (*node, *Action) {
+	for _, m := range w.shardMembers(gone.ShardIndex) {
+		if m != gone && m.isPrimary() && w.healthy(m) {
+			return m, nil
+		}
+	}
+	reps := w.replicasFollowing(gone.id)
+	if len(reps) == 0 {
+		return nil, nil
+	}
+	if slices.Contains(w.holders, gone.id) {
+		// Valkey's election, or the takeover of primaries(), promotes one.
+		a := wait(TierStability, "waiting for a replica to replace the dead end of a slot migration", gone.Name)
+		return nil, &a
+	}
+	// Valkey never promotes the replica of a primary without slots, such
+	// as a new shard's primary that died before its first slot arrived.
+	a := Action{Kind: KindFailover, Tier: TierStability, Reason: ReasonPromoteMigrationHeir,
+		Detail:   fmt.Sprintf("%s replaces %s", reps[0].Name, gone.Name),
+		Failover: &Failover{Node: reps[0].Name, Mode: FailoverTakeover}}
+	return nil, &a
+}
+
+// invert maps the peers of a slot map to themselves, for sorting.
+func invert(m map[int]string) map[string]string {
+	out := map[string]string{}
+	for _, p := range m {
+		out[p] = ""
+	}
+	return out
+}
+
+// runWith is the lowest contiguous run of slots whose peer is peer.
+func runWith(m map[int]string, peer string) SlotRange {
+	only := map[int]string{}
+	for s, p := range m {
+		if p == peer {
+			only[s] = p
+		}
+	}
+	r, _ := firstRun(only)
+	return r
+}
+
 // firstRun is the lowest contiguous run of slots sharing one peer.
 func firstRun(m map[int]string) (SlotRange, string) {
 	slots := make([]int, 0, len(m))
@@ -609,7 +707,7 @@ func firstRun(m map[int]string) (SlotRange, string) {
 
 func (w *world) migrate(from, to *node, r SlotRange, method MigrationMethod, reason string) Action {
 	return Action{Kind: KindMigrateSlots, Tier: TierTopology, Reason: reason,
-		Detail: fmt.Sprintf("%s -> %s slots %s", from.Name, to.Name, r),
+		Detail: fmt.Sprintf("%s -> %s slots %s by %s", from.Name, to.Name, r, method.Command()),
 		MigrateSlots: &MigrateSlots{From: from.Name, FromID: from.id, To: to.Name, ToID: to.id,
 			ToIP: to.Pod.IP, Slots: r, Method: method}}
 }

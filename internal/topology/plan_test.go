@@ -295,7 +295,7 @@ func TestSteadyDecisions(t *testing.T) {
 			member(ms, "n1").View.Migrating = map[int]string{5460: id("n2"), 5461: id("n2")}
 			member(ms, "n2").View.Importing = map[int]string{5460: id("n1"), 5461: id("n1")}
 			return ms
-		}, true, "MigrateSlots n1->n2 slots=5460-5461 method=classic (resuming interrupted slot migration: n1 -> n2 slots 5460-5461)"},
+		}, true, "MigrateSlots n1->n2 slots=5460-5461 method=classic (resuming interrupted slot migration: n1 -> n2 slots 5460-5461 by SETSLOT and MIGRATE)"},
 		{"atomic migration in flight is waited for", 3, func() []Member {
 			ms := formed3()
 			member(ms, "n3").View.AtomicMigrationInFlight = true
@@ -304,7 +304,13 @@ func TestSteadyDecisions(t *testing.T) {
 		{"scale out starts a new shard", 4, formed3, true,
 			`CreateNode shard=3 join="shard" (adding shard: shard 3)`},
 		{"scale in drains the smallest shard (ties: highest index) into the largest deficit", 2, formed3, true,
-			"MigrateSlots n3->n2 slots=16320-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 16320-16383)"},
+			"MigrateSlots n3->n2 slots=16320-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by CLUSTER MIGRATESLOTS)"},
+		{"a move whose last atomic attempt failed is a retry that says why", 2, func() []Member {
+			ms := formed3()
+			member(ms, "n3").View.AtomicMigrationFailure = "n3 export of slots [16320-16383] failed: Connection lost to target"
+			return ms
+		}, true, "MigrateSlots n3->n2 slots=16320-16383 method=atomic (" + ReasonRetryMigration +
+			": n3 -> n2 slots 16320-16383 by CLUSTER MIGRATESLOTS; last attempt: n3 export of slots [16320-16383] failed: Connection lost to target)"},
 		{"drained shard is retired, replica first", 2, func() []Member {
 			return mesh(
 				nd{name: "n1", shard: 0, slots: rs(0, 8191)},
@@ -395,6 +401,99 @@ func TestRepeatedFailoverIsHeld(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// A classic migration whose other end died is resumed with the node that
+// took over that end's shard, before the dead node is forgotten (which
+// would clear the migration state and strand the keys already moved).
+func TestInterruptedMigrationWithDeadEnd(t *testing.T) {
+	// n1 (shard 0) was moving slot 5461 to n2 (shard 1), whose replica n5
+	// has since been promoted.
+	targetReplaced := func() []Member {
+		ms := mesh(
+			nd{name: "n1", shard: 0, slots: rs(0, 5461)},
+			nd{name: "n2", shard: 1, phase: PodGone},
+			nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
+			nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+			nd{name: "n5", shard: 1, slots: rs(5462, 10922)},
+			nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"})
+		member(ms, "n2").NodeID = id("n2")
+		knowDead(ms, "n2")
+		member(ms, "n1").View.Migrating = map[int]string{5461: id("n2")}
+		return ms
+	}
+	// n2 (shard 1) was importing slot 5461 from n1, whose replica n4 has
+	// since been promoted.
+	sourceReplaced := func() []Member {
+		ms := mesh(
+			nd{name: "n1", shard: 0, phase: PodGone},
+			nd{name: "n2", shard: 1, slots: rs(5462, 10922)},
+			nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
+			nd{name: "n4", shard: 0, slots: rs(0, 5461)},
+			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+			nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"})
+		member(ms, "n1").NodeID = id("n1")
+		knowDead(ms, "n1")
+		member(ms, "n2").View.Importing = map[int]string{5461: id("n1")}
+		return ms
+	}
+	// A new shard's primary n7 died before its first slot arrived; its
+	// replica n8 is alive.
+	emptyTarget := func(withReplica bool) func() []Member {
+		return func() []Member {
+			nodes := []nd{
+				{name: "n1", shard: 0, slots: rs(0, 8191)},
+				{name: "n2", shard: 1, slots: rs(8192, 16383)},
+				{name: "n7", shard: 2, phase: PodGone},
+			}
+			if withReplica {
+				nodes = append(nodes, nd{name: "n8", shard: 2, role: RoleReplica, primary: "n7"})
+			}
+			ms := mesh(nodes...)
+			member(ms, "n7").NodeID = id("n7")
+			knowDead(ms, "n7")
+			member(ms, "n1").View.Migrating = map[int]string{0: id("n7"), 1: id("n7"), 5: id("n7")}
+			return ms
+		}
+	}
+	tests := []struct {
+		name    string
+		shards  int
+		members func() []Member
+		want    string
+	}{
+		{"target died, its replica took over: resume into the replica", 3, targetReplaced,
+			"MigrateSlots n1->n5 slots=5461 method=classic (resuming slot migration with the node that replaced n2: n1 -> n5 slots 5461 by SETSLOT and MIGRATE)"},
+		{"source died, its replica took over: resume from the replica", 3, sourceReplaced,
+			"MigrateSlots n4->n2 slots=5461 method=classic (resuming slot migration with the node that replaced n1: n4 -> n2 slots 5461 by SETSLOT and MIGRATE)"},
+		{"slotless target died: Valkey will not promote its replica, the operator does", 3, emptyTarget(true),
+			"Failover node=n8 mode=takeover (" + ReasonPromoteMigrationHeir + ": n8 replaces n7)"},
+		{"slotless target died without a replica: nothing to resume, forget it", 3, emptyTarget(false),
+			"Forget id=id-n7 on=[n1 n2] (forgetting departed node: n7)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Plan(Input{Shards: tt.shards, ReplicasPerShard: 1, Members: tt.members()})
+			if got := a.String(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// knowDead adds name, flagged failed, to every live view; its replicas'
+// links are down.
+func knowDead(ms []Member, name string) {
+	for i := range ms {
+		v := ms[i].View
+		if v == nil {
+			continue
+		}
+		v.Peers = append(v.Peers, Peer{ID: id(name), IP: ip(name), Role: RolePrimary, Fail: true})
+		if v.PrimaryID == id(name) {
+			v.LinkUp = false
+		}
 	}
 }
 

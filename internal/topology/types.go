@@ -132,6 +132,9 @@ type View struct {
 	// AtomicMigrationInFlight: a CLUSTER MIGRATESLOTS job that involves this
 	// node has not finished.
 	AtomicMigrationInFlight bool
+	// AtomicMigrationFailure describes this node's latest finished
+	// CLUSTER MIGRATESLOTS job when it did not succeed ("" otherwise).
+	AtomicMigrationFailure string
 }
 
 // Peer is one line of a node's CLUSTER NODES other than its own.

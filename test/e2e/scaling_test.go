@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 )
@@ -27,6 +31,44 @@ func TestClassicShardScaling(t *testing.T) {
 		checkAll(t, c, before)
 		checkAll(t, c, acked)
 		assertKeysOnEveryShard(t, c, step.to)
+	}
+}
+
+// On Valkey 9 every node has CLUSTER MIGRATESLOTS: the same scaling moves
+// slots atomically, replicas following through CLUSTER SYNCSLOTS, and never
+// falls back to SETSLOT and MIGRATE.
+func TestAtomicShardScaling(t *testing.T) {
+	const ns = "scale9"
+	createNamespace(t, ns)
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: createACLMenu(t, ns, "9.1.2"), Shards: 3, ReplicasPerShard: 1},
+	}
+	if err := k8sClient.Create(context.Background(), vc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(vc)
+	waitConverged(t, key, 3, 1, 5*time.Minute)
+	c := clusterClient(t, seedOf(key), nil)
+	before := writeKeys(t, c, "before", 3000)
+
+	for _, step := range []struct{ from, to int }{{3, 5}, {5, 2}} {
+		load := startLoad(c, "load-"+string(rune('a'+step.to)))
+		start := time.Now()
+		updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = int32(step.to) })
+		vc := waitConverged(t, key, step.to, 1, 5*time.Minute)
+		t.Logf("%d -> %d shards: Active with %d nodes after %s", step.from, step.to, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
+		acked := load.finish(t)
+		assertEvenSlots(t, key.Namespace, vc, step.to)
+		checkAll(t, c, before)
+		checkAll(t, c, acked)
+		assertKeysOnEveryShard(t, c, step.to)
+	}
+	atomic := countEvents(t, key, "MigrateSlots", "by CLUSTER MIGRATESLOTS")
+	classic := countEvents(t, key, "MigrateSlots", "by SETSLOT and MIGRATE")
+	t.Logf("slot moves: %d by CLUSTER MIGRATESLOTS, %d by SETSLOT and MIGRATE", atomic, classic)
+	if atomic == 0 || classic != 0 {
+		t.Fatalf("slot moves on Valkey 9: %d atomic, %d classic; want only atomic", atomic, classic)
 	}
 }
 
