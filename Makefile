@@ -11,10 +11,11 @@ GOTEST_FLAGS ?= -count=1 -timeout 75m
 all: generate build
 
 .PHONY: generate
-generate: ## Regenerate deepcopy, CRDs and RBAC from the markers.
+generate: ## Regenerate deepcopy, CRDs, RBAC and the API reference (docs/reference.md) from the markers.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=valkey-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(GO) run ./hack/crdref
 	$(MAKE) chart-sync
 
 .PHONY: build

@@ -34,7 +34,6 @@ const (
 	ReasonHealthy            = "Healthy"
 	ReasonValid              = "Valid"
 	ReasonResolved           = "Resolved"
-	ReasonUnresolved         = "Unresolved"
 	ReasonNotExpiring        = "NotExpiring"
 	ReasonNoBindings         = "NoBindings"
 	ReasonBindingsPresent    = "BindingsPresent"

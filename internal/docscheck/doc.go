@@ -1,0 +1,4 @@
+// Package docscheck holds tests that keep docs/ in step with the code:
+// every condition type, reason and planner action kind a user can meet in
+// a ValkeyCluster's status must be explained in docs/troubleshooting.md.
+package docscheck
