@@ -605,12 +605,17 @@ func (w *world) migrations() (Action, bool) {
 	return Action{}, false
 }
 
-// redirectMigrations hands an interrupted classic migration whose other end
-// died to the node that took over that end's shard, before the dead node is
-// forgotten: forgetting clears the slot's MIGRATING or IMPORTING state, and
-// the keys already moved would then sit on a node that does not own their
-// slot, out of every client's reach. With no node to take over (a primary
-// without replicas), nothing can be redirected and forgetting goes ahead.
+// redirectMigrations keeps an interrupted classic migration whose other end
+// died from being dropped. Forgetting the dead node clears the slot's
+// MIGRATING or IMPORTING state, and keys already moved would then sit on a
+// node that does not own their slot, out of every client's reach. Valkey
+// itself points the state at the replica that wins the election for the
+// dead end, so usually the peer is alive again by the time this runs and
+// migrations() resumes it; this step covers the rest: it waits while an
+// election can still happen, promotes the replica of a slotless dead end
+// (which Valkey never elects), and resumes with the node that took over the
+// dead end's shard if the state still names the dead node. With no node to
+// take over (a primary without replicas), forgetting goes ahead.
 func (w *world) redirectMigrations() (Action, bool) {
 	for _, n := range w.liveNodes() {
 		for _, pair := range []struct {

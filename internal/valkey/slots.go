@@ -138,3 +138,25 @@ func MissingSlots(ranges []SlotRange) []SlotRange {
 	}
 	return out
 }
+
+// KeySlot is the hash slot of a key, as CLUSTER KEYSLOT computes it: the
+// CRC16 (XMODEM) of the key, or of its {hash tag} when it has a non-empty one.
+func KeySlot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % SlotCount
+}

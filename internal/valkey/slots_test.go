@@ -130,3 +130,24 @@ func TestMergeSlotRangesLeavesInputAlone(t *testing.T) {
 		t.Fatalf("input modified: %v", in)
 	}
 }
+
+func TestKeySlot(t *testing.T) {
+	// As CLUSTER KEYSLOT answers them.
+	for _, tt := range []struct {
+		key  string
+		slot int
+	}{
+		{"hello", 866},
+		{"123456789", 12739},
+		{"{user1000}.following", 3443},
+		{"user1000", 3443},
+		{"foo{}{bar}", 8363},
+		{"foo{{bar}}zap", 4015},
+		{"foo{bar}{zap}", 5061},
+		{"", 0},
+	} {
+		if got := KeySlot(tt.key); got != tt.slot {
+			t.Errorf("KeySlot(%q) = %d, want %d", tt.key, got, tt.slot)
+		}
+	}
+}
