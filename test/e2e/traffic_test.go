@@ -13,6 +13,8 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -254,6 +256,11 @@ func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, tim
 		s := vc.Status
 		if s.State != valkeyv1.StateActive || s.SlotsAssigned != topology.TotalSlots || int(s.Shards) != shards || len(s.Nodes) != shards*(1+replicas) {
 			return fmt.Errorf("state %q, %d slots, %d shards, %d nodes; conditions %v", s.State, s.SlotsAssigned, s.Shards, len(s.Nodes), conditionSummary(vc))
+		}
+		// Active alone also covers healing; the planner's Done is what says
+		// the whole change, slot balance included, is finished.
+		if p := meta.FindStatusCondition(s.Conditions, "Progressing"); p == nil || p.Status != metav1.ConditionFalse || p.ObservedGeneration != vc.Generation {
+			return fmt.Errorf("still progressing: %v", conditionSummary(vc))
 		}
 		var nodes valkeyv1.ValkeyNodeList
 		if err := k8sClient.List(context.Background(), &nodes, client.InNamespace(key.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: key.Name}); err != nil {
