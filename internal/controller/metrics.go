@@ -2,6 +2,7 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -21,6 +22,10 @@ var (
 		Name: "valkey_cluster_nodes",
 		Help: "Members of a cluster by role.",
 	}, []string{"namespace", "cluster", "role"})
+	clusterCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_condition",
+		Help: "1 when a cluster's condition is True, 0 when it is False or Unknown.",
+	}, []string{"namespace", "cluster", "condition"})
 	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "valkey_operator_actions_total",
 		Help: "Topology actions performed, by kind and result.",
@@ -28,7 +33,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(clusterState, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
+	metrics.Registry.MustRegister(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
 }
 
 var allStates = []valkeyv1.ClusterState{valkeyv1.StateCreating, valkeyv1.StateActive, valkeyv1.StateUpdating, valkeyv1.StateInvalid}
@@ -41,6 +46,13 @@ func recordClusterMetrics(vc *valkeyv1.ValkeyCluster) {
 			v = 1
 		}
 		clusterState.WithLabelValues(vc.Namespace, vc.Name, string(s)).Set(v)
+	}
+	for _, c := range vc.Status.Conditions {
+		v := 0.0
+		if c.Status == metav1.ConditionTrue {
+			v = 1
+		}
+		clusterCondition.WithLabelValues(vc.Namespace, vc.Name, c.Type).Set(v)
 	}
 	clusterSlotsAssigned.WithLabelValues(vc.Namespace, vc.Name).Set(float64(vc.Status.SlotsAssigned))
 	replicas := 0
@@ -55,6 +67,7 @@ func recordClusterMetrics(vc *valkeyv1.ValkeyCluster) {
 func forgetClusterMetrics(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "cluster": name}
 	clusterState.DeletePartialMatch(labels)
+	clusterCondition.DeletePartialMatch(labels)
 	clusterSlotsAssigned.DeletePartialMatch(labels)
 	clusterNodes.DeletePartialMatch(labels)
 	actionsTotal.DeletePartialMatch(labels)

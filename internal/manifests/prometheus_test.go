@@ -86,7 +86,7 @@ func TestPrometheusRulesUseExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"ValkeyClusterCertificateExpiringSoon", "ValkeyClusterNotActive", "ValkeyClusterDegraded", "ValkeyOperatorDown"} {
+	for _, want := range []string{"ValkeyClusterCertificateExpiringSoon", "ValkeyClusterNotActive", "ValkeyClusterDegraded", "ValkeyClusterSlotsUnassigned", "ValkeyOperatorDown"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s among %v", want, alerts)
 		}

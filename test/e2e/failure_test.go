@@ -93,8 +93,18 @@ func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victi
 		load := startLoad(c, "load-"+strconv.Itoa(i))
 		start := time.Now()
 		fail(t, key.Namespace, lost, mode)
+		degraded := map[string]string{"namespace": key.Namespace, "cluster": key.Name, "condition": "Degraded"}
+		eventually(t, time.Minute, "valkey_cluster_condition{condition=Degraded} 1", func() error {
+			if v, _ := metricValue("valkey_cluster_condition", degraded); v != 1 {
+				return fmt.Errorf("Degraded gauge %v", v)
+			}
+			return nil
+		})
 		vc = waitReplaced(t, key, lost, shards, replicas)
 		t.Logf("%s (%s): Active with %d nodes after %s", lost, mode, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
+		if v, _ := metricValue("valkey_cluster_condition", degraded); v != 0 {
+			t.Fatalf("Degraded gauge %v once repaired", v)
+		}
 		acked := load.finish(t)
 		checkAll(t, c, before)
 		// Replication is asynchronous: writes a dying primary acknowledged
