@@ -94,6 +94,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 		if perr != nil {
 			return ctrlrt.Result{}, errors.Join(err, fmt.Errorf("writing status: %w", perr))
 		}
+		r.noteStateChange(ctx, before.Status.State, &vc)
 	}
 	if err != nil {
 		log.Error(err, "reconcile error, requeuing")

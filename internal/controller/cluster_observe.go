@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,18 +201,8 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		if err != nil {
 			return nil, server.Version, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", name, err)
 		}
-		var latest *valkey.SlotMigration
-		for i, m := range migrations {
-			if !m.Finished() {
-				v.AtomicMigrationInFlight = true
-			} else if latest == nil || m.Created.After(latest.Created) {
-				latest = &migrations[i]
-			}
-		}
-		if latest != nil && latest.State != valkey.SlotMigrationSuccess {
-			v.AtomicMigrationFailure = fmt.Sprintf("%s %s of slots %v %s: %s", name, strings.ToLower(latest.Operation),
-				latest.SlotRanges, latest.State, latest.Message)
-		}
+		v.AtomicMigrationInFlight = slices.ContainsFunc(migrations, func(m valkey.SlotMigration) bool { return !m.Finished() })
+		v.AtomicMigrationFailure = migrationFailure(name, migrations)
 	}
 	return v, server.Version, nil
 }
@@ -275,4 +266,20 @@ func failoverRequested(n *valkeyv1.ValkeyNode) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// migrationFailure describes the node's latest finished slot migration job
+// when it did not succeed; "" when it did or there is none. Valkey keeps a
+// bounded history, so an old failure followed by a success reads as none.
+func migrationFailure(node string, ms []valkey.SlotMigration) string {
+	var latest *valkey.SlotMigration
+	for i, m := range ms {
+		if m.Finished() && (latest == nil || m.Created.After(latest.Created)) {
+			latest = &ms[i]
+		}
+	}
+	if latest == nil || latest.State == valkey.SlotMigrationSuccess {
+		return ""
+	}
+	return fmt.Sprintf("%s %s of slots %v %s: %s", node, strings.ToLower(latest.Operation), latest.SlotRanges, latest.State, latest.Message)
 }

@@ -137,3 +137,22 @@ func (r *ClusterReconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyC
 	setCondition(vc, CondTLSValid, metav1.ConditionFalse, reason, message)
 	setCondition(vc, CondReady, metav1.ConditionFalse, ReasonInvalid, message)
 }
+
+// noteStateChange records a state transition, once it is written, as an
+// Event and a log line, so `kubectl get events` tells the cluster's story.
+func (r *ClusterReconciler) noteStateChange(ctx context.Context, from valkeyv1.ClusterState, vc *valkeyv1.ValkeyCluster) {
+	to := vc.Status.State
+	if from == to || from == "" {
+		return
+	}
+	why := vc.Status.Message
+	if p := meta.FindStatusCondition(vc.Status.Conditions, CondProgressing); why == "" && p != nil {
+		why = p.Message
+	}
+	eventType := corev1.EventTypeNormal
+	if to == valkeyv1.StateInvalid {
+		eventType = corev1.EventTypeWarning
+	}
+	logFrom(ctx).Info("state changed", "from", from, "to", to, "why", why)
+	r.Recorder.Eventf(vc, nil, eventType, ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, truncate(why, 900))
+}

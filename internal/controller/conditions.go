@@ -42,6 +42,8 @@ const (
 	ReasonRotationComplete   = "RotationComplete"
 	ReasonRotationInProgress = "RotationInProgress"
 	ReasonReloadFailed       = "ReloadFailed"
+	// ReasonStateChanged is the Event reason of a status.state transition.
+	ReasonStateChanged = "StateChanged"
 )
 
 // Reasons of the Progressing and Degraded conditions when the cluster waits

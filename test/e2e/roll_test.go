@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -78,6 +79,11 @@ func TestRollingReplacement(t *testing.T) {
 		}
 		if !sawUpdating {
 			t.Fatalf("state never Updating during %s", step.what)
+		}
+		for _, change := range []string{"Active -> Updating: ", "Updating -> Active: "} {
+			if countEvents(t, key, controller.ReasonStateChanged, change) == 0 {
+				t.Fatalf("no StateChanged Event %q", change)
+			}
 		}
 		// Every shard's primary was handed over exactly once.
 		if n := countEvents(t, key, string(topology.KindFailover), "") - failovers; n != shards {

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/valkey-io/valkey-go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,17 +22,26 @@ func TestClassicShardScaling(t *testing.T) {
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 3000)
 
-	for _, step := range []struct{ from, to int }{{3, 5}, {5, 2}} {
-		load := startLoad(c, "load-"+string(rune('a'+step.to)))
+	scaleShardsUnderLoad(t, key, c, before, 0, 3, 5, 2)
+}
+
+// scaleShardsUnderLoad edits spec.shards through each count in turn while a
+// client writes and reads, and checks every slot is served, evenly, and
+// every key is there after each step.
+func scaleShardsUnderLoad(t *testing.T, key client.ObjectKey, c valkey.Client, before map[string]string, replicas int, counts ...int) {
+	t.Helper()
+	for i := 1; i < len(counts); i++ {
+		from, to := counts[i-1], counts[i]
+		load := startLoad(c, fmt.Sprintf("load-%d", to))
 		start := time.Now()
-		updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = int32(step.to) })
-		vc := waitConverged(t, key, step.to, 0, 5*time.Minute)
-		t.Logf("%d -> %d shards: Active with %d nodes after %s", step.from, step.to, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
+		updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = int32(to) })
+		vc := waitConverged(t, key, to, replicas, 5*time.Minute)
+		t.Logf("%d -> %d shards: Active with %d nodes after %s", from, to, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
 		acked := load.finish(t)
-		assertEvenSlots(t, key.Namespace, vc, step.to)
+		assertEvenSlots(t, key.Namespace, vc, to)
 		checkAll(t, c, before)
 		checkAll(t, c, acked)
-		assertKeysOnEveryShard(t, c, step.to)
+		assertKeysOnEveryShard(t, c, to)
 	}
 }
 
@@ -52,18 +63,7 @@ func TestAtomicShardScaling(t *testing.T) {
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 3000)
 
-	for _, step := range []struct{ from, to int }{{3, 5}, {5, 2}} {
-		load := startLoad(c, "load-"+string(rune('a'+step.to)))
-		start := time.Now()
-		updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = int32(step.to) })
-		vc := waitConverged(t, key, step.to, 1, 5*time.Minute)
-		t.Logf("%d -> %d shards: Active with %d nodes after %s", step.from, step.to, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
-		acked := load.finish(t)
-		assertEvenSlots(t, key.Namespace, vc, step.to)
-		checkAll(t, c, before)
-		checkAll(t, c, acked)
-		assertKeysOnEveryShard(t, c, step.to)
-	}
+	scaleShardsUnderLoad(t, key, c, before, 1, 3, 5, 2)
 	atomic := countEvents(t, key, "MigrateSlots", "by CLUSTER MIGRATESLOTS")
 	classic := countEvents(t, key, "MigrateSlots", "by SETSLOT and MIGRATE")
 	t.Logf("slot moves: %d by CLUSTER MIGRATESLOTS, %d by SETSLOT and MIGRATE", atomic, classic)
