@@ -24,11 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
@@ -88,26 +86,12 @@ func SetupACLReload(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
 		Dialer:    dialer,
 	}
-	aclSecret := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[valkeyv1.LabelInstance]
-		if name == "" || o.GetName() != render.ACLSecretName(name) {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	})
-	byInstance := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[valkeyv1.LabelInstance]
-		if name == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("aclreload").
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(aclRelevant())).
-		Watches(&corev1.Secret{}, aclSecret).
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(CondACLApplied, nil))).
+		Watches(&corev1.Secret{}, toCluster(render.ACLSecretName)).
 		// A node that starts answering is checked at once, not on the tick.
-		Watches(&corev1.Pod{}, byInstance, builder.WithPredicates(managedPods(), podAddressChanged())).
+		Watches(&corev1.Pod{}, toCluster(anyName), builder.WithPredicates(managedPods(), podAddressChanged())).
 		// A node that does not answer holds up its own cluster's pass, not
 		// every other cluster's.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
@@ -115,29 +99,6 @@ func SetupACLReload(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
 		return fmt.Errorf("setting up ACL reload controller: %w", err)
 	}
 	return nil
-}
-
-// aclRelevant passes cluster updates that can change what the reloader
-// does or that undid the condition it wrote.
-func aclRelevant() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyCluster)
-			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyCluster)
-			if !ok1 || !ok2 {
-				return true
-			}
-			if o.Generation != n.Generation || o.Status.State != n.Status.State || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) {
-				return true
-			}
-			co := meta.FindStatusCondition(o.Status.Conditions, CondACLApplied)
-			cn := meta.FindStatusCondition(n.Status.Conditions, CondACLApplied)
-			if (co == nil) != (cn == nil) {
-				return true
-			}
-			return co != nil && (co.Status != cn.Status || co.Reason != cn.Reason || co.Message != cn.Message)
-		},
-	}
 }
 
 // podAddressChanged passes pods that appear, go, or change phase or

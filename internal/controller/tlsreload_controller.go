@@ -24,11 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
@@ -112,17 +108,10 @@ func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath No
 		Dialer:    dialer,
 		NodePath:  nodePath,
 	}
-	copyOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[valkeyv1.LabelInstance]
-		if name == "" || o.GetName() != render.NodeTLSSecretName(name) {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("tlsreload").
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(reloadRelevant())).
-		Watches(&corev1.Secret{}, copyOwner).
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(CondCertificatesServed, sameServedCounts))).
+		Watches(&corev1.Secret{}, toCluster(render.NodeTLSSecretName)).
 		// A node that does not answer holds up its own cluster's pass, not
 		// every other cluster's.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
@@ -132,33 +121,9 @@ func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath No
 	return nil
 }
 
-// reloadRelevant passes cluster updates that can change what the reloader
-// does or that undid what it wrote: the cluster controller's status patches
-// replace the whole condition list, so a stale CertificatesServed can come
-// back and must be written again.
-func reloadRelevant() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyCluster)
-			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyCluster)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return o.Generation != n.Generation || o.Status.State != n.Status.State ||
-				!o.DeletionTimestamp.Equal(n.DeletionTimestamp) || !sameServedStatus(o, n)
-		},
-	}
-}
-
-func sameServedStatus(a, b *valkeyv1.ValkeyCluster) bool {
-	ca := meta.FindStatusCondition(a.Status.Conditions, CondCertificatesServed)
-	cb := meta.FindStatusCondition(b.Status.Conditions, CondCertificatesServed)
-	if (ca == nil) != (cb == nil) {
-		return false
-	}
-	if ca != nil && (ca.Status != cb.Status || ca.Reason != cb.Reason || ca.Message != cb.Message) {
-		return false
-	}
+// sameServedCounts compares the served-certificate counts the TLS reloader
+// writes into status.tls.
+func sameServedCounts(a, b *valkeyv1.ValkeyCluster) bool {
 	var sa, sb valkeyv1.TLSStatus
 	if a.Status.TLS != nil {
 		sa = *a.Status.TLS
