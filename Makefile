@@ -42,8 +42,8 @@ test: testbin valkey lint ## Run every test against a real apiserver and real va
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 .PHONY: bench
-bench: testbin valkey ## Benchmarks that print figures: pod start/stop, bootstrap per shape, certificate rotation.
-	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./internal/localkube/ ./test/e2e/
+bench: testbin valkey ## Benchmarks that print figures and write docs/benchmarks.md with its plots (no assertions).
+	$(GO) run ./bench
 
 .PHONY: demo
 demo: testbin valkey ## The local playground: control plane, node runtime, operator and a sample TLS cluster.

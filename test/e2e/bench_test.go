@@ -1,74 +1,57 @@
 package e2e
 
+// The benchmarks print figures and never assert a time. Run them with
+// `make bench`, which also writes docs/benchmarks.md from their records
+// (see bench/); `go test -run '^$' -bench . -benchtime 1x ./test/e2e/` runs
+// them alone, reporting their metrics only.
+
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/testcerts"
+	"github.com/gomomento/valkey-operator/bench/record"
 )
 
-// BenchmarkTLSLeafRotation measures, per rotation of a 1x1 TLS cluster's
-// leaf, the time from the Secret update to every node serving the new
-// certificate, and reports it without the runtime's projection delay (the
-// kubelet's share, not the operator's).
-func BenchmarkTLSLeafRotation(b *testing.B) {
-	ca := testcerts.NewCA("bench-rotation-ca")
-	f := newTLSFixture(b, benchNamespace("bench-rotation"), ca)
-	f.waitServing(ca.CertPEM, f.leaf, time.Minute)
-	var total time.Duration
-	b.ResetTimer()
-	for range b.N {
-		next := testcerts.Leaf(ca, f.name, f.ns, clusterDomain)
-		start := time.Now()
-		f.rotate(next, ca.CertPEM)
-		total += f.waitServing(ca.CertPEM, next, 2*time.Minute).Sub(start)
-	}
-	b.StopTimer()
-	perRotation := total / time.Duration(b.N)
-	b.ReportMetric(float64(perRotation.Milliseconds()), "ms/rotation")
-	b.ReportMetric(float64((perRotation - projectionDelay).Milliseconds()), "ms-beyond-projection/rotation")
-}
-
-// BenchmarkBootstrap measures the time from creating a ValkeyCluster to
-// Active, per shape.
-func BenchmarkBootstrap(b *testing.B) {
-	for _, s := range []struct{ shards, replicas int }{{1, 0}, {3, 1}, {4, 2}} {
-		b.Run(fmt.Sprintf("%dx%d", s.shards, s.replicas), func(b *testing.B) {
-			var total time.Duration
-			for range b.N {
-				ns := benchNamespace(fmt.Sprintf("bench-boot-%dx%d", s.shards, s.replicas))
-				createNamespace(b, ns)
-				cfg := createMenu(b, ns)
-				vc := &valkeyv1.ValkeyCluster{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "boot"},
-					Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: int32(s.shards), ReplicasPerShard: int32(s.replicas)},
-				}
-				start := time.Now()
-				if err := k8sClient.Create(b.Context(), vc); err != nil {
-					b.Fatal(err)
-				}
-				waitActive(b, client.ObjectKeyFromObject(vc), s.shards, s.replicas, 5*time.Minute)
-				total += time.Since(start)
-				if err := k8sClient.Delete(b.Context(), vc); err != nil {
-					b.Fatal(err)
-				}
-				waitGone(b, ns, vc.Name)
-			}
-			b.ReportMetric(float64((total / time.Duration(b.N)).Milliseconds()), "ms-to-Active/op")
-		})
-	}
-}
-
-// benchRuns numbers namespaces: the testing package calls a benchmark
-// function several times while it settles on b.N.
+// benchRuns numbers namespaces: the testing package may call a benchmark
+// function more than once while it settles on b.N.
 var benchRuns atomic.Int32
 
 func benchNamespace(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, benchRuns.Add(1))
+}
+
+// saveRecord writes a record for the report when $VALKEY_BENCH_OUT is set.
+func saveRecord(b *testing.B, name string, f record.File) {
+	b.Helper()
+	if err := record.Save(name, f); err != nil {
+		b.Fatalf("saving record %s: %v", name, err)
+	}
+}
+
+// envInt reads a positive count from the environment, or def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// metricSum adds up every series of a counter in the operator's registry
+// whose labels include labels; the operator runs in this process.
+func metricSum(name string, labels map[string]string) float64 {
+	total := 0.0
+	for _, v := range metricSamples(name, labels) {
+		total += v
+	}
+	return total
+}
+
+// reconcileCounter reads how many reconciles the in-process operator has
+// run: the cluster controller's and all controllers'.
+func reconcileCounter() (cluster, all int) {
+	return int(metricSum("controller_runtime_reconcile_total", map[string]string{"controller": "valkeycluster"})),
+		int(metricSum("controller_runtime_reconcile_total", nil))
 }

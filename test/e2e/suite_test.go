@@ -25,7 +25,8 @@ import (
 
 // projectionDelay is how long a Secret change takes to reach the pods'
 // files: short, but long enough that the two stages of a rotation are real.
-const projectionDelay = 1500 * time.Millisecond
+// $VALKEY_E2E_PROJECTION_DELAY overrides it, so benchmarks can compare.
+var projectionDelay = 1500 * time.Millisecond
 
 var (
 	local     *localkube.Local
@@ -99,10 +100,20 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	baseDir = dir
+	if v := os.Getenv("VALKEY_E2E_PROJECTION_DELAY"); v != "" {
+		if projectionDelay, err = time.ParseDuration(v); err != nil {
+			fmt.Fprintln(os.Stderr, "VALKEY_E2E_PROJECTION_DELAY:", err)
+			return 1
+		}
+	}
+	runtimeDelay := projectionDelay
+	if runtimeDelay == 0 {
+		runtimeDelay = -1 // the runtime reads 0 as "its default"
+	}
 
 	local, err = localkube.StartLocal(ctx, localkube.LocalOptions{
 		Dir:             dir,
-		ProjectionDelay: projectionDelay,
+		ProjectionDelay: runtimeDelay,
 		// The seed's valkey-cli and openssl commands need the pod names in
 		// /etc/hosts; only root may write it.
 		EtcHosts: os.Geteuid() == 0,

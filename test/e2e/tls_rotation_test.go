@@ -47,28 +47,7 @@ type tlsFixture struct {
 
 func newTLSFixture(t testing.TB, ns string, ca *testcerts.CA) *tlsFixture {
 	t.Helper()
-	ctx := context.Background()
-	createNamespace(t, ns)
-	cfg := createMenu(t, ns)
-	f := &tlsFixture{t: t, ns: ns, name: "cache", secret: "cache-tls"}
-	f.key = client.ObjectKey{Namespace: ns, Name: f.name}
-	f.leaf = testcerts.Leaf(ca, f.name, ns, clusterDomain)
-	if err := k8sClient.Create(ctx, testcerts.Secret(f.secret, ns, f.leaf)); err != nil {
-		t.Fatal(err)
-	}
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name},
-		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 1, ReplicasPerShard: 1,
-			TLS: &valkeyv1.TLSSpec{SecretRef: f.secret}},
-	}
-	if err := k8sClient.Create(ctx, vc); err != nil {
-		t.Fatal(err)
-	}
-	// Deleting the cluster frees the CPU its nodes use for the next test.
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), vc) })
-	waitActive(t, f.key, 1, 1, 3*time.Minute)
-	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
-	return f
+	return newTLSCluster(t, ns, ca, 1, 1)
 }
 
 func (f *tlsFixture) service() string {
@@ -402,10 +381,21 @@ func (tr *traffic) finish(t testing.TB) {
 
 // metricValue reads one series from the operator's metrics registry.
 func metricValue(name string, labels map[string]string) (float64, bool) {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
+	values := metricSamples(name, labels)
+	if len(values) == 0 {
 		return 0, false
 	}
+	return values[0], true
+}
+
+// metricSamples are the values of the in-process operator's series of the
+// named gauge or counter that carry every label given.
+func metricSamples(name string, labels map[string]string) []float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return nil
+	}
+	var out []float64
 	for _, mf := range families {
 		if mf.GetName() != name {
 			continue
@@ -422,14 +412,13 @@ func metricValue(name string, labels map[string]string) (float64, bool) {
 				}
 			}
 			if g := m.GetGauge(); g != nil {
-				return g.GetValue(), true
-			}
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue(), true
+				out = append(out, g.GetValue())
+			} else if c := m.GetCounter(); c != nil {
+				out = append(out, c.GetValue())
 			}
 		}
 	}
-	return 0, false
+	return out
 }
 
 func (f *tlsFixture) reloads(result string) float64 {

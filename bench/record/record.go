@@ -1,0 +1,187 @@
+// Package record is the data the benchmarks measure and the report is made
+// from. The benchmarks in test/e2e write one JSON file per measurement into
+// the directory named by $VALKEY_BENCH_OUT; the bench command reads them
+// back. Durations are seconds and sizes bytes unless a name says otherwise.
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+)
+
+// EnvDir names the directory records are written to; unset, Save does
+// nothing and the benchmarks only report their metrics.
+const EnvDir = "VALKEY_BENCH_OUT"
+
+// Bootstrap is one cluster created from nothing to Active.
+type Bootstrap struct {
+	Shards   int `json:"shards"`
+	Replicas int `json:"replicas"`
+	// Seconds runs from the create call to the cluster Active with every
+	// slot assigned and every member in place.
+	Seconds float64 `json:"seconds"`
+	// Reconciles are the cluster controller's; AllReconciles adds the node,
+	// TLS and ACL controllers'.
+	Reconciles    int `json:"reconciles"`
+	AllReconciles int `json:"allReconciles"`
+}
+
+// Rotation is a series of leaf rotations of a TLS cluster.
+type Rotation struct {
+	// ProjectionDelay is the runtime's delay between a Secret change and
+	// the pods' files changing (the kubelet's share).
+	ProjectionDelay float64 `json:"projectionDelay"`
+	Nodes           int     `json:"nodes"`
+	// Seconds holds, per rotation, the time from the Secret update to every
+	// node serving the new certificate to a new connection.
+	Seconds []float64 `json:"seconds"`
+	// TLSReloadInterval is the operator's safety tick; a change itself is
+	// acted on at once.
+	TLSReloadInterval float64 `json:"tlsReloadInterval"`
+}
+
+// Availability is a steady client load through one disruption.
+type Availability struct {
+	Scenario string `json:"scenario"`
+	Cluster  string `json:"cluster"` // shape and mode, e.g. "3x1 plaintext"
+	// Seconds runs from the disruption to the cluster converged again.
+	Seconds  float64 `json:"seconds"`
+	Requests int     `json:"requests"`
+	Failed   int     `json:"failed"`
+	P50Ms    float64 `json:"p50Ms"`
+	P99Ms    float64 `json:"p99Ms"`
+	MaxMs    float64 `json:"maxMs"`
+	// Shards are the shards as they were when the disruption began; each
+	// has its own writer of keys hashing to its slots.
+	Shards []ShardGap `json:"shards"`
+	// Timeline is the load in fixed buckets; T is the bucket's start in
+	// seconds from the disruption (negative before it).
+	Timeline []Bucket `json:"timeline"`
+}
+
+// ShardGap is the longest time one shard went without a successful write.
+type ShardGap struct {
+	Shard        int     `json:"shard"`
+	Writes       int     `json:"writes"`
+	LongestGapMs float64 `json:"longestGapMs"`
+	// AtSeconds is when that window began, from the disruption.
+	AtSeconds float64 `json:"atSeconds"`
+}
+
+// Bucket is the load during one slice of time.
+type Bucket struct {
+	T      float64 `json:"t"`
+	OK     int     `json:"ok"`
+	Failed int     `json:"failed"`
+	P99Ms  float64 `json:"p99Ms"`
+	// ShardWrites counts the acknowledged writes of each shard's writer.
+	ShardWrites []int `json:"shardWrites"`
+}
+
+// Resharding is one move of a data set onto a new, empty shard.
+type Resharding struct {
+	Method     string `json:"method"`  // "operator" or "valkey-cli"
+	Command    string `json:"command"` // what was run or edited
+	Keys       int    `json:"keys"`    // the data set
+	ValueBytes int    `json:"valueBytes"`
+	KeysMoved  int    `json:"keysMoved"`
+	// BytesMoved counts keys and values of the moved keys.
+	BytesMoved int64 `json:"bytesMoved"`
+	SlotsMoved int   `json:"slotsMoved"`
+	// MigrationSeconds runs from the first slot the new shard starts to
+	// import to the last slot it owns, as seen by polling it; TotalSeconds
+	// from the edit (or the command) to the end, node start included.
+	MigrationSeconds float64 `json:"migrationSeconds"`
+	TotalSeconds     float64 `json:"totalSeconds"`
+}
+
+// Footprint is the operator process over one phase with a number of
+// clusters.
+type Footprint struct {
+	Clusters    int     `json:"clusters"`
+	Phase       string  `json:"phase"` // "converging" or "idle"
+	Seconds     float64 `json:"seconds"`
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	RSSMiB      float64 `json:"rssMiB"`     // at the end of the phase
+	PeakRSSMiB  float64 `json:"peakRssMiB"` // highest sampled during it
+	Reconciles  int     `json:"reconciles"`
+	APIRequests int     `json:"apiRequests"`
+}
+
+// File is one record as written to disk: exactly one field is set.
+type File struct {
+	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
+	Rotation     *Rotation     `json:"rotation,omitempty"`
+	Availability *Availability `json:"availability,omitempty"`
+	Resharding   *Resharding   `json:"resharding,omitempty"`
+	Footprint    *Footprint    `json:"footprint,omitempty"`
+}
+
+// Set is every record of a run, in the order their files sort.
+type Set struct {
+	Bootstrap    []Bootstrap
+	Rotation     []Rotation
+	Availability []Availability
+	Resharding   []Resharding
+	Footprint    []Footprint
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Save writes f as DIR/name.json when $VALKEY_BENCH_OUT names a directory.
+func Save(name string, f File) error {
+	dir := os.Getenv(EnvDir)
+	if dir == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, unsafeName.ReplaceAllString(name, "_")+".json"), b, 0o644)
+}
+
+// Load reads every record file of dir.
+func Load(dir string) (Set, error) {
+	var s Set
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return s, err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return s, err
+		}
+		var f File
+		if err := json.Unmarshal(b, &f); err != nil {
+			return s, fmt.Errorf("%s: %w", p, err)
+		}
+		s.Add(f)
+	}
+	return s, nil
+}
+
+// Add files f under its kind.
+func (s *Set) Add(f File) {
+	switch {
+	case f.Bootstrap != nil:
+		s.Bootstrap = append(s.Bootstrap, *f.Bootstrap)
+	case f.Rotation != nil:
+		s.Rotation = append(s.Rotation, *f.Rotation)
+	case f.Availability != nil:
+		s.Availability = append(s.Availability, *f.Availability)
+	case f.Resharding != nil:
+		s.Resharding = append(s.Resharding, *f.Resharding)
+	case f.Footprint != nil:
+		s.Footprint = append(s.Footprint, *f.Footprint)
+	}
+}

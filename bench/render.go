@@ -1,0 +1,315 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomomento/valkey-operator/bench/record"
+)
+
+// documentedTick is how often the documented operator looks for a new
+// certificate: it acts on a rotation only on this tick.
+const documentedTick = 30 * time.Second
+
+// Report is everything the Markdown page is made of.
+type Report struct {
+	Machine Machine
+	Date    string
+	Command string
+	// Wall is how long the whole run took.
+	Wall    time.Duration
+	Records record.Set
+	// Pods is the local runtime's own pod start and stop, when measured.
+	Pods *PodStartStop
+	// Plots are image paths relative to the page, by name.
+	Plots map[string]string
+}
+
+// Machine describes where the figures were measured.
+type Machine struct {
+	CPU        string
+	Cores      int
+	MemoryGiB  float64
+	OS         string
+	Kernel     string
+	Go         string
+	Valkey     []string
+	Kubernetes string
+}
+
+// PodStartStop is the runtime's cost of starting and stopping pods.
+type PodStartStop struct {
+	Pods           int
+	SecondsToReady float64
+	SecondsToGone  float64
+}
+
+// Render writes the report as Markdown. It is a pure function of r.
+func Render(r Report) string {
+	var w strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	p("# Benchmarks\n\n")
+	p("How fast and how safe the operator is, measured side by side on one machine.\n")
+	p("The benchmarks print figures and assert nothing. Regenerate this page with\n\n")
+	p("```sh\n%s\n```\n\n", r.Command)
+	p("It builds what it needs (the test control plane, Valkey 8 and 9), runs the\n")
+	p("benchmarks in `test/e2e/bench_*_test.go` against a real kube-apiserver and real\n")
+	p("`valkey-server` processes (the [local runtime](local-runtime.md)), and writes this\n")
+	p("page and the plots in `docs/benchmarks/`.")
+	if r.Wall > 0 {
+		p(" The run below took %s.", minutes(r.Wall))
+	}
+	p("\nEvery figure comes from one run: read differences of a few percent as noise.\n\n")
+
+	renderMachine(&w, r)
+	renderBootstrap(&w, r)
+	renderRotation(&w, r)
+	renderAvailability(&w, r)
+	renderResharding(&w, r)
+	renderFootprint(&w, r)
+	return w.String()
+}
+
+func renderMachine(w *strings.Builder, r Report) {
+	m := r.Machine
+	fmt.Fprintf(w, "## Machine\n\n| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "| %s | %s |\n", k, v)
+		}
+	}
+	row("date", r.Date)
+	row("CPU", m.CPU)
+	if m.Cores > 0 {
+		row("cores", fmt.Sprint(m.Cores))
+	}
+	if m.MemoryGiB > 0 {
+		row("memory", fmt.Sprintf("%.0f GiB", m.MemoryGiB))
+	}
+	row("OS", m.OS)
+	row("kernel", m.Kernel)
+	row("Go", m.Go)
+	row("Valkey", strings.Join(m.Valkey, ", "))
+	row("Kubernetes control plane", m.Kubernetes)
+	if r.Pods != nil {
+		row("runtime baseline", fmt.Sprintf("%d `valkey-server` pods Ready %s after creation, gone %s after deletion (no operator)",
+			r.Pods.Pods, secs(r.Pods.SecondsToReady), secs(r.Pods.SecondsToGone)))
+	}
+	w.WriteString("\n")
+}
+
+func renderBootstrap(w *strings.Builder, r Report) {
+	if len(r.Records.Bootstrap) == 0 {
+		return
+	}
+	w.WriteString("## Bootstrap\n\n")
+	w.WriteString("From creating a `ValkeyCluster` (what `kubectl apply` does) to `Active` with every\n")
+	w.WriteString("slot assigned and every member in place, Valkey 8.0.1, plaintext; one cluster at a\n")
+	w.WriteString("time. Reconciles are counted from the operator's `controller_runtime_reconcile_total`.\n\n")
+	w.WriteString("| shape | pods | time to Active | reconciles (cluster controller) | reconciles (all controllers) |\n")
+	w.WriteString("|---|---:|---:|---:|---:|\n")
+	for _, b := range r.Records.Bootstrap {
+		fmt.Fprintf(w, "| %d×%d | %d | %s | %d | %d |\n", b.Shards, b.Replicas, b.Shards*(1+b.Replicas),
+			secs(b.Seconds), b.Reconciles, b.AllReconciles)
+	}
+	w.WriteString("\n")
+}
+
+func renderRotation(w *strings.Builder, r Report) {
+	rots := slices.Clone(r.Records.Rotation)
+	if len(rots) == 0 {
+		return
+	}
+	slices.SortFunc(rots, func(a, b record.Rotation) int { return cmpFloat(a.ProjectionDelay, b.ProjectionDelay) })
+	w.WriteString("## Certificate rotation\n\n")
+	fmt.Fprintf(w, "From updating the TLS Secret of a %d-node cluster (1×1) to every node serving the new\n", rots[0].Nodes)
+	w.WriteString("leaf to a new connection, verified against the CA. The projection delay is the\n")
+	w.WriteString("runtime's stand-in for the kubelet: how long the new Secret takes to reach the\n")
+	w.WriteString("pods' files; a real kubelet projects a changed Secret on its periodic pod sync, about\n")
+	w.WriteString("once a minute, which the non-zero delay stands for. This operator acts on the change\n")
+	w.WriteString("as soon as the files hold it: it re-checks every second for two minutes after a change,\n")
+	fmt.Fprintf(w, "and its own %g-second tick is only a safety net. The documented operator acts on a\n", rots[0].TLSReloadInterval)
+	tick := documentedTick.Seconds()
+	fmt.Fprintf(w, "%g-second tick, so its figures below are derived, not measured: the projection delay\n", tick)
+	fmt.Fprintf(w, "plus a wait uniform in 0–%g s (mean +%g s, worst +%g s), not counting its own reload.\n\n", tick, tick/2, tick)
+	w.WriteString("| projection delay | rotations | this operator: mean (min–max) | beyond the projection | documented operator, derived: mean | worst |\n")
+	w.WriteString("|---:|---:|---:|---:|---:|---:|\n")
+	for _, rot := range rots {
+		mean, lo, hi := stats(rot.Seconds)
+		fmt.Fprintf(w, "| %s | %d | %s (%s–%s) | %s | %s | %s |\n",
+			secs(rot.ProjectionDelay), len(rot.Seconds), secs(mean), secs(lo), secs(hi),
+			secs(mean-rot.ProjectionDelay),
+			secs(rot.ProjectionDelay+tick/2), secs(rot.ProjectionDelay+tick))
+	}
+	w.WriteString("\nTimes are polled every 200 ms, with a TLS handshake to each node per poll.\n\n")
+}
+
+func renderAvailability(w *strings.Builder, r Report) {
+	if len(r.Records.Availability) == 0 {
+		return
+	}
+	w.WriteString("## Availability\n\n")
+	w.WriteString("A steady client load (valkey-go, cluster-aware) runs from 2 s before each disruption\n")
+	w.WriteString("to 2 s after the cluster has converged again. It has one writer per shard, as the\n")
+	w.WriteString("shards were when the disruption began, numbered by their lowest slot: each writes\n")
+	w.WriteString("fresh keys hashing to its shard's slots and reads back one of its earlier keys, with\n")
+	w.WriteString("10 ms between requests and a 2 s timeout on each. Latency covers every request, a\n")
+	w.WriteString("failed one up to its error; a read that returns another value or none counts as\n")
+	w.WriteString("failed. The gap is the longest window in which a shard's writer had no write\n")
+	w.WriteString("acknowledged. \"converged after\" runs from the disruption to the cluster converged\n")
+	w.WriteString("again (for a rotation, every node serving the new material).\n\n")
+	w.WriteString("| disruption | cluster | converged after | requests | failed | succeeded | p50 | p99 | max | longest write gap per shard |\n")
+	w.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, a := range r.Records.Availability {
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n",
+			a.Scenario, a.Cluster, secs(a.Seconds), a.Requests, a.Failed, successRate(a.Requests, a.Failed),
+			millis(a.P50Ms), millis(a.P99Ms), millis(a.MaxMs), gaps(a.Shards))
+	}
+	w.WriteString("\n")
+	captions := map[string]string{
+		"throughput": "Writes acknowledged per second, one line per shard's writer (blue, green, orange, purple:\n" +
+			"shards 0–3 as they were when the disruption began), and failed requests per second in red;\n" +
+			"the dashed lines mark the disruption and the convergence.",
+		"latency": "p99 latency of each 250 ms, on a log scale; a red cross marks a slice with failed requests.",
+	}
+	for _, name := range []string{"throughput", "latency"} {
+		if path, ok := r.Plots[name]; ok {
+			fmt.Fprintf(w, "![availability %s](%s)\n\n%s\n\n", name, path, captions[name])
+		}
+	}
+}
+
+func renderResharding(w *strings.Builder, r Report) {
+	rs := r.Records.Resharding
+	if len(rs) == 0 {
+		return
+	}
+	w.WriteString("## Resharding throughput\n\n")
+	fmt.Fprintf(w, "The same data set, %d keys of %d bytes, moved from 3 primaries onto a fourth, empty\n", rs[0].Keys, rs[0].ValueBytes)
+	w.WriteString("one (no replicas, Valkey 8.0.1, so keys move with `MIGRATE`), in the same run on this\n")
+	w.WriteString("machine: by the operator, and by `valkey-cli` on a cluster of plain `valkey-server`\n")
+	w.WriteString("processes. Both are timed the same way, by polling the new primary: from the first\n")
+	w.WriteString("slot it imports to the last slot it gains. Bytes count keys and values; \"in all\" adds,\n")
+	w.WriteString("for the operator, starting the new pod and joining it, and for `valkey-cli`, `add-node`.\n\n")
+	w.WriteString("| method | what ran | keys moved | slots moved | migration | keys/s | MB/s | in all |\n")
+	w.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
+	rate := map[string]float64{}
+	for _, x := range rs {
+		kps := float64(x.KeysMoved) / x.MigrationSeconds
+		rate[x.Method] = kps
+		fmt.Fprintf(w, "| %s | `%s` | %d | %d | %s | %.0f | %.2f | %s |\n", x.Method, x.Command, x.KeysMoved, x.SlotsMoved,
+			secs(x.MigrationSeconds), kps, float64(x.BytesMoved)/1e6/x.MigrationSeconds, secs(x.TotalSeconds))
+	}
+	if op, cli := rate["operator"], rate["valkey-cli"]; op > 0 && cli > 0 {
+		fmt.Fprintf(w, "\n**Ratio: the operator moves keys at %.2f× the rate of `valkey-cli --cluster rebalance`.**\n", op/cli)
+	}
+	w.WriteString("\n")
+}
+
+func renderFootprint(w *strings.Builder, r Report) {
+	fs := r.Records.Footprint
+	if len(fs) == 0 {
+		return
+	}
+	w.WriteString("## Operator footprint\n\n")
+	w.WriteString("The operator built from `cmd/valkey-operator` and run as its own process against the\n")
+	w.WriteString("local control plane, a fresh process per row group. \"converging\" runs from creating\n")
+	w.WriteString("the clusters (1×0, plaintext) all at once to all of them `Active`; \"idle\" is the\n")
+	w.WriteString("following window of one steady resync (30 s) once the process has gone quiet. CPU is\n")
+	w.WriteString("user + system time from `/proc/PID/stat`, RSS `VmRSS` from `/proc/PID/status`, sampled\n")
+	w.WriteString("every 100 ms for the peak; reconciles and API requests come from the operator's own\n")
+	w.WriteString("`/metrics` (`controller_runtime_reconcile_total`, all controllers, and\n")
+	w.WriteString("`rest_client_requests_total`).\n\n")
+	w.WriteString("| clusters | phase | duration | CPU-seconds | CPU (share of a core) | RSS at end | peak RSS | reconciles | API requests | API requests per reconcile |\n")
+	w.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, f := range fs {
+		perReconcile := "–"
+		if f.Reconciles > 0 {
+			perReconcile = fmt.Sprintf("%.1f", float64(f.APIRequests)/float64(f.Reconciles))
+		}
+		share := 0.0
+		if f.Seconds > 0 {
+			share = f.CPUSeconds / f.Seconds
+		}
+		fmt.Fprintf(w, "| %d | %s | %s | %.2f | %.1f%% | %.0f MiB | %.0f MiB | %d | %d | %s |\n",
+			f.Clusters, f.Phase, secs(f.Seconds), f.CPUSeconds, 100*share, f.RSSMiB, f.PeakRSSMiB,
+			f.Reconciles, f.APIRequests, perReconcile)
+	}
+	w.WriteString("\n")
+}
+
+// secs formats seconds for a table: milliseconds below one second, one
+// decimal below a minute, minutes and seconds above.
+func secs(s float64) string {
+	switch {
+	case s < 0:
+		return "-" + secs(-s)
+	case s < 1:
+		return fmt.Sprintf("%.0f ms", s*1000)
+	case s < 60:
+		return fmt.Sprintf("%.1f s", s)
+	default:
+		return fmt.Sprintf("%dm%02.0fs", int(s)/60, math.Mod(s, 60))
+	}
+}
+
+func minutes(d time.Duration) string {
+	if n := math.Ceil(d.Minutes()); n > 1 {
+		return fmt.Sprintf("%.0f minutes", n)
+	}
+	return "a minute"
+}
+
+func millis(ms float64) string {
+	if ms < 10 {
+		return fmt.Sprintf("%.2f ms", ms)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
+}
+
+func successRate(requests, failed int) string {
+	if requests == 0 {
+		return "–"
+	}
+	rate := 100 * float64(requests-failed) / float64(requests)
+	// One failure in many thousands must not read as 100%.
+	for prec := 2; ; prec++ {
+		if out := strconv.FormatFloat(rate, 'f', prec, 64); failed == 0 || !strings.HasPrefix(out, "100") || prec == 6 {
+			return out + "%"
+		}
+	}
+}
+
+func gaps(shards []record.ShardGap) string {
+	var parts []string
+	for _, g := range shards {
+		parts = append(parts, fmt.Sprintf("%d: %s", g.Shard, millis(g.LongestGapMs)))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func stats(xs []float64) (mean, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	lo, hi = xs[0], xs[0]
+	for _, x := range xs {
+		mean += x
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return mean / float64(len(xs)), lo, hi
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomomento/valkey-operator/bench/record"
+)
+
+func TestRender(t *testing.T) {
+	base := Report{
+		Machine: Machine{CPU: "Test CPU", Cores: 2, MemoryGiB: 24, Go: "go1.26", Valkey: []string{"8.0.1", "9.1.2"}},
+		Date:    "2026-01-02",
+		Command: "make bench",
+		Wall:    12*time.Minute + 10*time.Second,
+	}
+	with := func(f func(r *Report)) Report {
+		r := base
+		f(&r)
+		return r
+	}
+	for _, tc := range []struct {
+		name    string
+		report  Report
+		want    []string
+		notWant []string
+	}{{
+		name:    "machine and command only",
+		report:  base,
+		want:    []string{"# Benchmarks", "```sh\nmake bench\n```", "took 13 minutes", "| CPU | Test CPU |", "| Valkey | 8.0.1, 9.1.2 |", "| date | 2026-01-02 |"},
+		notWant: []string{"## Bootstrap", "## Availability", "## Resharding", "Kubernetes control plane"},
+	}, {
+		name: "bootstrap",
+		report: with(func(r *Report) {
+			r.Records.Bootstrap = []record.Bootstrap{{Shards: 4, Replicas: 2, Seconds: 41.25, Reconciles: 37, AllReconciles: 90}}
+		}),
+		want: []string{"## Bootstrap", "| 4×2 | 12 | 41.2 s | 37 | 90 |"},
+	}, {
+		name: "rotation sorted by delay, with the derived figures of the documented tick",
+		report: with(func(r *Report) {
+			r.Records.Rotation = []record.Rotation{
+				{ProjectionDelay: 30, Nodes: 2, Seconds: []float64{30.4, 30.6}, TLSReloadInterval: 30},
+				{ProjectionDelay: 0, Nodes: 2, Seconds: []float64{0.2, 0.4, 0.3}, TLSReloadInterval: 30},
+			}
+		}),
+		want: []string{
+			"| 0 ms | 3 | 300 ms (200 ms–400 ms) | 300 ms | 15.0 s | 30.0 s |\n| 30.0 s | 2 | 30.5 s (30.4 s–30.6 s) | 500 ms | 45.0 s | 1m00s |",
+			"derived, not measured", "its own 30-second tick is only a safety net",
+		},
+	}, {
+		name: "availability with gaps per shard and plots",
+		report: with(func(r *Report) {
+			r.Records.Availability = []record.Availability{{
+				Scenario: "primary kill", Cluster: "3x1", Seconds: 75, Requests: 20000, Failed: 150,
+				P50Ms: 0.42, P99Ms: 12.5, MaxMs: 2001,
+				Shards: []record.ShardGap{{Shard: 0, LongestGapMs: 5300}, {Shard: 1, LongestGapMs: 14.2}},
+			}}
+			r.Plots = map[string]string{"throughput": "benchmarks/availability-throughput.png"}
+		}),
+		want: []string{
+			"| primary kill | 3x1 | 1m15s | 20000 | 150 | 99.25% | 0.42 ms | 12 ms | 2001 ms | 0: 5300 ms · 1: 14 ms |",
+			"![availability throughput](benchmarks/availability-throughput.png)",
+		},
+		notWant: []string{"availability latency"},
+	}, {
+		name: "resharding ratio",
+		report: with(func(r *Report) {
+			r.Records.Resharding = []record.Resharding{
+				{Method: "operator", Command: "spec.shards: 3 → 4", Keys: 1000, ValueBytes: 1024, KeysMoved: 250, BytesMoved: 258000, SlotsMoved: 4096, MigrationSeconds: 10, TotalSeconds: 20},
+				{Method: "valkey-cli", Command: "valkey-cli --cluster rebalance", Keys: 1000, ValueBytes: 1024, KeysMoved: 250, BytesMoved: 258000, SlotsMoved: 4096, MigrationSeconds: 5, TotalSeconds: 6},
+			}
+		}),
+		want: []string{"1000 keys of 1024 bytes", "| operator | `spec.shards: 3 → 4` | 250 | 4096 | 10.0 s | 25 | 0.03 | 20.0 s |", "at 0.50× the rate"},
+	}, {
+		name: "footprint with and without reconciles",
+		report: with(func(r *Report) {
+			r.Records.Footprint = []record.Footprint{
+				{Clusters: 10, Phase: "converging", Seconds: 20, CPUSeconds: 5, RSSMiB: 60.4, PeakRSSMiB: 64, Reconciles: 200, APIRequests: 1500},
+				{Clusters: 10, Phase: "idle", Seconds: 30, CPUSeconds: 0.3, RSSMiB: 61, PeakRSSMiB: 61},
+			}
+		}),
+		want: []string{"| 10 | converging | 20.0 s | 5.00 | 25.0% | 60 MiB | 64 MiB | 200 | 1500 | 7.5 |", "| 10 | idle | 30.0 s | 0.30 | 1.0% | 61 MiB | 61 MiB | 0 | 0 | – |"},
+	}, {
+		name: "one failure in many is not rounded away",
+		report: with(func(r *Report) {
+			r.Records.Availability = []record.Availability{
+				{Scenario: "scale-in", Requests: 32806, Failed: 1},
+				{Scenario: "scale-out", Requests: 32806},
+			}
+		}),
+		want: []string{"| 32806 | 1 | 99.997% |", "| 32806 | 0 | 100.00% |"},
+	}, {
+		name:    "a run of unknown length says nothing of it",
+		report:  with(func(r *Report) { r.Wall = 0 }),
+		notWant: []string{"took"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Render(tc.report)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("unexpected %q in:\n%s", w, got)
+				}
+			}
+			if got != Render(tc.report) {
+				t.Error("two renders of one report differ")
+			}
+		})
+	}
+}
+
+func TestParseBenchLine(t *testing.T) {
+	out := []byte("goos: linux\nBenchmarkStartStop50Pods-2   \t       1\t12345 ns/op\t         3.21 s-to-ready/op\t  1.50 s-to-gone/op\nPASS\n")
+	for _, tc := range []struct {
+		name string
+		want map[string]float64
+		ok   bool
+	}{
+		{"BenchmarkStartStop50Pods", map[string]float64{"ns/op": 12345, "s-to-ready/op": 3.21, "s-to-gone/op": 1.5}, true},
+		{"BenchmarkStartStop", nil, false},
+	} {
+		got, ok := parseBenchLine(out, tc.name)
+		if ok != tc.ok || len(got) != len(tc.want) {
+			t.Fatalf("%s: got %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %v, want %v", tc.name, k, got[k], v)
+			}
+		}
+	}
+}
+
+// The plots are drawn from records alone; a run's worth of timeline makes
+// a PNG.
+func TestPlotAvailability(t *testing.T) {
+	a := record.Availability{Scenario: "scale-out", Cluster: "3x1", Seconds: 3}
+	for i := -8; i < 20; i++ {
+		b := record.Bucket{T: float64(i) * 0.25, OK: 50, P99Ms: 1.5}
+		if i == 4 {
+			b.Failed, b.P99Ms = 3, 2000
+		}
+		a.Timeline = append(a.Timeline, b)
+	}
+	dir := t.TempDir()
+	for _, kind := range []string{"throughput", "latency"} {
+		path := filepath.Join(dir, kind+".png")
+		if err := plotAvailability(path, kind, []record.Availability{a, a, a}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.HasPrefix(string(b), "\x89PNG") {
+			t.Fatalf("%s: not a PNG (%v)", path, err)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/bench/record"
+	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/testcerts"
+)
+
+// The load runs this long before each disruption and after it converges,
+// so the report shows the steady state on both sides of it.
+const (
+	loadLead = 2 * time.Second
+	loadTail = 2 * time.Second
+)
+
+// availabilityScenarios orders the report.
+var availabilityScenarios = []string{"leaf rotation", "CA rotation", "scale-out", "scale-in", "rolling upgrade", "primary kill"}
+
+// BenchmarkAvailabilityTLS keeps a steady client load on a 3x1 TLS cluster
+// through a leaf rotation and a CA rotation (both CAs bundled, then the
+// new one alone, as the TLS page says). Each disruption is one
+// sub-benchmark on the same cluster, run once: use -benchtime 1x.
+func BenchmarkAvailabilityTLS(b *testing.B) {
+	oldCA, newCA := testcerts.NewCA("bench-avail-old-ca"), testcerts.NewCA("bench-avail-new-ca")
+	f := newTLSCluster(b, benchNamespace("bench-avail-tls"), oldCA, 3, 1)
+	both := testcerts.Bundle(oldCA, newCA)
+	// Clients trust both CAs for the length of the rotation, as they must.
+	c := clusterClient(b, f.service(), both)
+	const shape = "3x1 TLS"
+
+	runDisruption(b, c, "leaf rotation", shape, func(b *testing.B) {
+		next := testcerts.Leaf(oldCA, f.name, f.ns, clusterDomain)
+		f.rotate(next, oldCA.CertPEM)
+		f.waitServing(oldCA.CertPEM, next, 3*time.Minute)
+	})
+	runDisruption(b, c, "CA rotation", shape, func(b *testing.B) {
+		next := testcerts.Leaf(newCA, f.name, f.ns, clusterDomain)
+		f.rotate(next, both)
+		f.waitServing(both, next, 3*time.Minute)
+		f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+		reloaded, nodes := f.reloads("success"), float64(len(f.pods()))
+		f.rotate(next, newCA.CertPEM)
+		eventually(b, 3*time.Minute, "every node to reload the new CA alone", func() error {
+			if n := f.reloads("success") - reloaded; n < nodes {
+				return fmt.Errorf("%v of %v nodes reloaded", n, nodes)
+			}
+			return nil
+		})
+	})
+	deleteCluster(b, f.key)
+}
+
+// BenchmarkAvailabilityTopology keeps a steady client load on a 3x1
+// plaintext cluster through scale-out to 4 shards, scale-in back to 3, a
+// rolling upgrade from Valkey 8.0.1 to 9.1.2 and the kill of a primary,
+// each a sub-benchmark on the same cluster, run once: use -benchtime 1x.
+func BenchmarkAvailabilityTopology(b *testing.B) {
+	ns := benchNamespace("bench-avail")
+	key := newPlainCluster(b, ns, "cache", 3, 1)
+	c := clusterClient(b, seedOf(key), nil)
+
+	runDisruption(b, c, "scale-out", "3x1 → 4x1", func(b *testing.B) {
+		updateCluster(b, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 4 })
+		waitConverged(b, key, 4, 1, 5*time.Minute)
+	})
+	runDisruption(b, c, "scale-in", "4x1 → 3x1", func(b *testing.B) {
+		updateCluster(b, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 3 })
+		waitConverged(b, key, 3, 1, 5*time.Minute)
+	})
+	runDisruption(b, c, "rolling upgrade", "3x1, 8.0.1 → 9.1.2", func(b *testing.B) {
+		old := slices.Clone(getCluster(b, key).Status.Nodes)
+		var img valkeyv1.ValkeyImage
+		eventually(b, 30*time.Second, "editing the image", func() error {
+			if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: "valkey-8-" + ns}, &img); err != nil {
+				return err
+			}
+			img.Spec.Tag, img.Spec.Version = "9.1.2", "9.1.2"
+			return k8sClient.Update(context.Background(), &img)
+		})
+		eventually(b, 8*time.Minute, "every node replaced", func() error {
+			for _, n := range getCluster(b, key).Status.Nodes {
+				if slices.Contains(old, n) {
+					return fmt.Errorf("%s not replaced yet", n)
+				}
+			}
+			return nil
+		})
+		waitConverged(b, key, 3, 1, 5*time.Minute)
+	})
+	runDisruption(b, c, "primary kill", "3x1", func(b *testing.B) {
+		lost := getCluster(b, key).Status.ShardStatuses[0].Primary
+		fail(b, ns, lost, processKilled)
+		waitReplaced(b, key, lost, 3, 1)
+	})
+	deleteCluster(b, key)
+}
+
+// runDisruption runs disrupt as a sub-benchmark under a steady client
+// load, from loadLead before it to loadTail after it returns, and records
+// what the client saw.
+func runDisruption(b *testing.B, c valkey.Client, scenario, shape string, disrupt func(b *testing.B)) {
+	b.Helper()
+	slug := strings.ReplaceAll(strings.ToLower(scenario), " ", "-")
+	b.Run(slug, func(b *testing.B) {
+		load := startProbeLoad(b, c, "probe-"+slug)
+		time.Sleep(loadLead) // the baseline window, not a wait for a condition
+		start := time.Now()
+		disrupt(b)
+		took := time.Since(start)
+		time.Sleep(loadTail) // the window after convergence
+		a := load.finish(start)
+		a.Scenario, a.Cluster, a.Seconds = scenario, shape, took.Seconds()
+		longest := 0.0
+		for _, g := range a.Shards {
+			longest = max(longest, g.LongestGapMs)
+		}
+		b.Logf("%s (%s): converged after %s; %d requests, %d failed; p50 %.2f ms, p99 %.2f ms, max %.0f ms; longest write gap in a shard %.0f ms",
+			scenario, shape, took.Round(time.Millisecond), a.Requests, a.Failed, a.P50Ms, a.P99Ms, a.MaxMs, longest)
+		b.ReportMetric(100*float64(a.Requests-a.Failed)/float64(max(a.Requests, 1)), "%ok")
+		b.ReportMetric(a.P99Ms, "p99-ms")
+		b.ReportMetric(longest, "max-gap-ms")
+		saveRecord(b, fmt.Sprintf("availability-%d-%s", slices.Index(availabilityScenarios, scenario)+1, slug), record.File{Availability: &a})
+	})
+}
+
+// newTLSCluster is a running TLS cluster of the given shape, its Secret
+// signed by ca, every node serving it.
+func newTLSCluster(t testing.TB, ns string, ca *testcerts.CA, shards, replicas int) *tlsFixture {
+	t.Helper()
+	ctx := context.Background()
+	createNamespace(t, ns)
+	cfg := createMenu(t, ns)
+	f := &tlsFixture{t: t, ns: ns, name: "cache", secret: "cache-tls"}
+	f.key = client.ObjectKey{Namespace: ns, Name: f.name}
+	f.leaf = testcerts.Leaf(ca, f.name, ns, clusterDomain)
+	if err := k8sClient.Create(ctx, testcerts.Secret(f.secret, ns, f.leaf)); err != nil {
+		t.Fatal(err)
+	}
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name},
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: int32(shards), ReplicasPerShard: int32(replicas),
+			TLS: &valkeyv1.TLSSpec{SecretRef: f.secret}},
+	}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting the cluster frees the CPU its nodes use for the next test.
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), vc) })
+	waitActive(t, f.key, shards, replicas, 5*time.Minute)
+	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+	return f
+}
+
+// deleteCluster deletes a cluster and waits until every object and
+// process of it is gone, so the next measurement has the machine.
+func deleteCluster(t testing.TB, key client.ObjectKey) {
+	t.Helper()
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := k8sClient.Delete(context.Background(), vc); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, key.Namespace, key.Name)
+}
