@@ -28,6 +28,7 @@ import (
 
 	"github.com/gomomento/valkey-operator/bench/record"
 	"github.com/gomomento/valkey-operator/internal/localkube"
+	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
 func main() {
@@ -211,7 +212,7 @@ func machine() Machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
-	mappings := localkube.DefaultImageMappings("bin/valkey9")
+	mappings := localkube.DefaultImageMappings(testbin.Valkey9Dir())
 	for _, argv := range [][]string{mappings[len(mappings)-1].Commands["valkey-server"], mappings[0].Commands["valkey-server"]} {
 		if v := versionOf(argv, "v="); v != "" {
 			m.Valkey = append(m.Valkey, v)

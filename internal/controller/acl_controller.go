@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +30,6 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
-	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -163,7 +161,7 @@ func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pods, err := r.runningPods(ctx, &vc)
+	pods, err := runningPods(ctx, r, &vc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -214,15 +212,11 @@ func (r *ACLReloader) tick() time.Duration {
 // verifies nodes as the cluster controller does: against the copy
 // Secret's CA, or a leaf the operator verified before.
 func (r *ACLReloader) connector(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*connector, error) {
-	var auth corev1.Secret
-	if err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}, &auth); err != nil {
-		return nil, fmt.Errorf("reading Secret %s: %w", render.OperatorAuthSecretName(vc.Name), err)
-	}
-	passwords, err := render.PasswordsFromSecret(&auth)
+	password, err := operatorPassword(ctx, r, vc)
 	if err != nil {
-		return nil, fmt.Errorf("secret %s: %w", render.OperatorAuthSecretName(vc.Name), err)
+		return nil, err
 	}
-	c := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: passwords.Operator, dialer: r.Dialer}
+	c := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: password, dialer: r.Dialer}
 	if vc.Spec.TLS != nil {
 		var copySecret corev1.Secret
 		if err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.NodeTLSSecretName(vc.Name)}, &copySecret); err != nil {
@@ -232,24 +226,6 @@ func (r *ACLReloader) connector(ctx context.Context, vc *valkeyv1.ValkeyCluster)
 		c.pins = parsePins(copySecret.Annotations[annotationVerifiedLeaves])
 	}
 	return c, nil
-}
-
-// runningPods are the cluster's pods that can answer, sorted by name.
-func (r *ACLReloader) runningPods(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]*corev1.Pod, error) {
-	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{
-		valkeyv1.LabelInstance: vc.Name, valkeyv1.LabelManagedBy: valkeyv1.LabelManagedByValue,
-	}); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	var out []*corev1.Pod
-	for i := range list.Items {
-		if podState(&list.Items[i]).Phase == topology.PodRunning {
-			out = append(out, &list.Items[i])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // memory returns the cluster's pacing state and whether this pass visits

@@ -5,9 +5,14 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -55,4 +60,37 @@ func (c *connector) dial(ctx context.Context, name, ip string) (*valkey.Node, er
 		return nil, fmt.Errorf("connecting to node %s at %s: %w", name, ip, err)
 	}
 	return n, nil
+}
+
+// operatorPassword reads the password of the operator's system user from
+// the cluster's {cluster}-operator-auth Secret.
+func operatorPassword(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster) (string, error) {
+	name := render.OperatorAuthSecretName(vc.Name)
+	var auth corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &auth); err != nil {
+		return "", fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	passwords, err := render.PasswordsFromSecret(&auth)
+	if err != nil {
+		return "", fmt.Errorf("secret %s: %w", name, err)
+	}
+	return passwords.Operator, nil
+}
+
+// runningPods are the cluster's pods that can answer, sorted by name.
+func runningPods(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{
+		valkeyv1.LabelInstance: vc.Name, valkeyv1.LabelManagedBy: valkeyv1.LabelManagedByValue,
+	}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		if podState(&list.Items[i]).Phase == topology.PodRunning {
+			out = append(out, &list.Items[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

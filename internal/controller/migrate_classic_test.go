@@ -325,24 +325,8 @@ func freePort(t *testing.T) int {
 func tagForSlot(slot int) string {
 	for i := 0; ; i++ {
 		tag := strconv.Itoa(i)
-		if int(crc16([]byte(tag))%16384) == slot {
+		if valkey.KeySlot(tag) == slot {
 			return tag
 		}
 	}
-}
-
-// crc16 is the CRC16-CCITT (XMODEM) of Valkey's key hashing.
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +28,6 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
-	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -176,15 +174,11 @@ func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		// The cluster controller copies only validated material.
 		return ctrl.Result{RequeueAfter: tick}, nil
 	}
-	var auth corev1.Secret
-	if err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}, &auth); err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", render.OperatorAuthSecretName(vc.Name), err)
-	}
-	passwords, err := render.PasswordsFromSecret(&auth)
+	password, err := operatorPassword(ctx, r, &vc)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("secret %s: %w", render.OperatorAuthSecretName(vc.Name), err)
+		return ctrl.Result{}, err
 	}
-	pods, err := r.runningPods(ctx, &vc)
+	pods, err := runningPods(ctx, r, &vc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -196,7 +190,7 @@ func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		cluster:  &vc,
 		caPEM:    copySecret.Data[tlssecret.KeyCA],
 		pins:     pins,
-		password: passwords.Operator,
+		password: password,
 		want:     want,
 	}
 	outcomes := pass.run(ctx, pods, mem)
@@ -228,24 +222,6 @@ func (r *TLSReloader) tick() time.Duration {
 		return r.Options.TLSReloadInterval
 	}
 	return DefaultOptions().TLSReloadInterval
-}
-
-// runningPods are the cluster's pods that can answer, sorted by name.
-func (r *TLSReloader) runningPods(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]*corev1.Pod, error) {
-	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{
-		valkeyv1.LabelInstance: vc.Name, valkeyv1.LabelManagedBy: valkeyv1.LabelManagedByValue,
-	}); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	var out []*corev1.Pod
-	for i := range list.Items {
-		if podState(&list.Items[i]).Phase == topology.PodRunning {
-			out = append(out, &list.Items[i])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // memory returns the cluster's pacing state, restarting the unsettled

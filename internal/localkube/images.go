@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
 // ImageMapping says how the commands of a container image run on this
@@ -40,13 +42,7 @@ type ImageMapping struct {
 func DefaultImageMappings(valkey9Dir string) []ImageMapping {
 	var m []ImageMapping
 	if valkey9Dir != "" {
-		loader := []string{
-			filepath.Join(valkey9Dir, "lib64", "ld-linux-x86-64.so.2"),
-			"--library-path", filepath.Join(valkey9Dir, "usr", "lib", "x86_64-linux-gnu"),
-		}
-		with := func(bin string) []string {
-			return append(append([]string{}, loader...), filepath.Join(valkey9Dir, "usr", "bin", bin))
-		}
+		with := func(program string) []string { return testbin.Valkey9Command(valkey9Dir, program) }
 		m = append(m, ImageMapping{
 			Repository: "valkey",
 			Tag:        "9.*",

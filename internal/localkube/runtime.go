@@ -126,7 +126,7 @@ func (o *Options) defaults() error {
 	}
 	o.ClusterDomain = strings.Trim(strings.ToLower(o.ClusterDomain), ".")
 	if o.Images == nil {
-		o.Images = DefaultImageMappings(defaultValkey9Dir())
+		o.Images = DefaultImageMappings(testbin.Valkey9Dir())
 	}
 	switch {
 	case o.ProjectionDelay == 0:
@@ -147,16 +147,6 @@ func (o *Options) defaults() error {
 		o.Log = logr.Discard()
 	}
 	return nil
-}
-
-// defaultValkey9Dir is bin/valkey9 at the repository root, where
-// hack/install-valkey9.sh installs Valkey 9.
-func defaultValkey9Dir() string {
-	root, err := testbin.RepoRoot()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(root, "bin", "valkey9")
 }
 
 // Runtime is the kubelet stand-in: it serves a few Node objects and runs

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,15 +36,8 @@ func valkeyServers(t *testing.T) []valkeyServer {
 	if bin, err := exec.LookPath("valkey-server"); err == nil {
 		servers = append(servers, valkeyServer{argv: []string{bin}})
 	}
-	if root, err := testbin.RepoRoot(); err == nil {
-		dir := filepath.Join(root, "bin", "valkey9")
-		loader := filepath.Join(dir, "lib64", "ld-linux-x86-64.so.2")
-		if _, err := os.Stat(loader); err == nil {
-			servers = append(servers, valkeyServer{argv: []string{
-				loader, "--library-path", filepath.Join(dir, "usr", "lib", "x86_64-linux-gnu"),
-				filepath.Join(dir, "usr", "bin", "valkey-server"),
-			}})
-		}
+	if argv := testbin.Valkey9Server(); argv != nil {
+		servers = append(servers, valkeyServer{argv: argv})
 	}
 	if len(servers) == 0 {
 		t.Skip("no valkey-server installed (make valkey)")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
 // TestClusterAgainstRealServers forms a cluster the way bootstrap does,
@@ -14,7 +16,7 @@ import (
 // against what valkey-server really prints.
 func TestClusterAgainstRealServers(t *testing.T) {
 	builds := map[string][]string{"valkey-8": valkeyArgv(t)}
-	if argv := valkey9Argv(); argv != nil {
+	if argv := testbin.Valkey9Server(); argv != nil {
 		builds["valkey-9"] = argv
 	}
 	for name, argv := range builds {

@@ -5,12 +5,14 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
 // TestAtomicSlotMigration needs Valkey 9 in bin/valkey9
 // (hack/install-valkey9.sh); Valkey 8 has no CLUSTER MIGRATESLOTS.
 func TestAtomicSlotMigration(t *testing.T) {
-	argv := valkey9Argv()
+	argv := testbin.Valkey9Server()
 	if argv == nil {
 		t.Skip("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
 	}

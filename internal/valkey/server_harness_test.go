@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
 // Users every test server knows. The operator user has the documented
@@ -58,24 +56,6 @@ func valkeyArgv(t *testing.T) []string {
 		t.Skip("no valkey-server installed (make valkey)")
 	}
 	return []string{bin}
-}
-
-// valkey9Argv returns the command running Valkey 9 from bin/valkey9
-// (hack/install-valkey9.sh) through its own loader, or nil.
-func valkey9Argv() []string {
-	root, err := testbin.RepoRoot()
-	if err != nil {
-		return nil
-	}
-	dir := filepath.Join(root, "bin", "valkey9")
-	loader := filepath.Join(dir, "lib64", "ld-linux-x86-64.so.2")
-	server := filepath.Join(dir, "usr", "bin", "valkey-server")
-	for _, p := range []string{loader, server} {
-		if _, err := os.Stat(p); err != nil {
-			return nil
-		}
-	}
-	return []string{loader, "--library-path", filepath.Join(dir, "usr", "lib", "x86_64-linux-gnu"), server}
 }
 
 func freePort(t *testing.T) int {

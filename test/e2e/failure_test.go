@@ -127,16 +127,7 @@ func TestFailurePrimaryLostNoReplica(t *testing.T) {
 		data := writeKeys(t, c, "data-"+strconv.Itoa(i), 2000)
 		vc := getCluster(t, key)
 		lost := vc.Status.ShardStatuses[0].Primary
-		n, err := dialPod(key.Namespace, lost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes, err := n.ClusterNodes(context.Background())
-		n.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		me, _ := nodes.Myself()
+		me := podMyself(t, key.Namespace, lost)
 		slotOf := keySlots(t, c, data)
 		gone, kept := map[string]string{}, map[string]string{}
 		for k, v := range data {

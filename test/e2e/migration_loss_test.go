@@ -158,16 +158,7 @@ func nodeNameByID(t testing.TB, key client.ObjectKey, id string) string {
 func assertNoSlotInFlight(t testing.TB, key client.ObjectKey) {
 	t.Helper()
 	for _, name := range getCluster(t, key).Status.Nodes {
-		n, err := dialPod(key.Namespace, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes, err := n.ClusterNodes(context.Background())
-		n.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		me, _ := nodes.Myself()
+		me := podMyself(t, key.Namespace, name)
 		if len(me.Migrating) > 0 || len(me.Importing) > 0 {
 			t.Fatalf("node %s: slots migrating %v, importing %v", name, me.Migrating, me.Importing)
 		}

@@ -243,6 +243,23 @@ func dialPod(ns, name string) (*vk.Node, error) {
 	return vk.Dial(context.Background(), vk.Target{Address: net.JoinHostPort(pod.Status.PodIP, "6379"), Dialer: local.Runtime.DialContext})
 }
 
+// podMyself is a pod's own line of CLUSTER NODES: its ID, slots and any
+// slot it is migrating or importing.
+func podMyself(t testing.TB, ns, name string) vk.ClusterNode {
+	t.Helper()
+	n, err := dialPod(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	nodes, err := n.ClusterNodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, _ := nodes.Myself()
+	return me
+}
+
 // waitConverged waits for waitActive's shape and more: every ValkeyNode
 // Active (no join or departure in flight), and the nodes themselves
 // reporting exactly shards primaries with slots and shards*replicas
