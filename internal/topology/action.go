@@ -83,6 +83,9 @@ const (
 	// ReasonPromoteMigrationHeir: the replica of a dead, slotless migration
 	// target is promoted so the migration can resume on it.
 	ReasonPromoteMigrationHeir = "promoting the replica of a dead slot migration end"
+	// ReasonMigrationPeerDemoted: the other end of an interrupted slot
+	// migration is a replica now and its primary cannot take its place.
+	ReasonMigrationPeerDemoted = "waiting for the demoted end of a slot migration to have a healthy primary"
 	ReasonPodUnschedulable     = "pod cannot be scheduled"
 	ReasonPodPending           = "waiting for pod to run"
 	ReasonNodeSilent           = "waiting for node to answer"

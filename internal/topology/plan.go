@@ -582,6 +582,11 @@ func (w *world) migrations() (Action, bool) {
 		}
 	}
 	for _, n := range w.liveNodes() {
+		if !n.isPrimary() {
+			// Valkey 8 replicates SETSLOT to replicas so a failover keeps
+			// the state; the primary's copy is the one to act on.
+			continue
+		}
 		for _, pair := range []struct {
 			slots    map[int]string
 			outgoing bool
@@ -595,6 +600,13 @@ func (w *world) migrations() (Action, bool) {
 				return wait(TierTopology, "interrupted slot migration involves an unreachable node",
 					fmt.Sprintf("%s slots %s", n.Name, first)), true
 			}
+			if !other.isPrimary() {
+				p, waiting := w.promotedPeer(n, other, first)
+				if waiting != nil {
+					return *waiting, true
+				}
+				other = p
+			}
 			from, to := n, other
 			if !pair.outgoing {
 				from, to = other, n
@@ -603,6 +615,21 @@ func (w *world) migrations() (Action, bool) {
 		}
 	}
 	return Action{}, false
+}
+
+// promotedPeer is the primary that now stands for the other end of an
+// interrupted migration when that end was demoted to a replica (a failover
+// in its shard, spurious or not): the slot state still names the demoted
+// node, which refuses to import or to be named as a target, and the keys
+// already moved live on in its shard's new primary.
+func (w *world) promotedPeer(n, peer *node, slots SlotRange) (*node, *Action) {
+	p := w.byID[peer.View.PrimaryID]
+	if p == nil || p == n || !p.isPrimary() || !w.healthy(p) {
+		a := wait(TierTopology, ReasonMigrationPeerDemoted,
+			fmt.Sprintf("%s slots %s: %s replicates %s", n.Name, slots, peer.Name, w.label(peer.View.PrimaryID)))
+		return nil, &a
+	}
+	return p, nil
 }
 
 // redirectMigrations keeps an interrupted classic migration whose other end
@@ -618,6 +645,9 @@ func (w *world) migrations() (Action, bool) {
 // take over (a primary without replicas), forgetting goes ahead.
 func (w *world) redirectMigrations() (Action, bool) {
 	for _, n := range w.liveNodes() {
+		if !n.isPrimary() {
+			continue
+		}
 		for _, pair := range []struct {
 			slots    map[int]string
 			outgoing bool

@@ -570,3 +570,82 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("dead replica listed: %+v", s.Shard[2])
 	}
 }
+
+func TestInterruptedMigrationWithDemotedEnd(t *testing.T) {
+	// n1 (shard 0) was moving slot 16269 to n3 (shard 2), which has since
+	// been demoted: its replica n6 won a failover.
+	targetDemoted := func(newPrimary string) []Member {
+		ms := mesh(
+			nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+			nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+			nd{name: "n3", shard: 2, role: RoleReplica, primary: newPrimary},
+			nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+			nd{name: "n6", shard: 2, slots: rs(5000, 5000)})
+		member(ms, "n1").View.Migrating = map[int]string{7000: id("n3")}
+		return ms
+	}
+	// n3 (shard 2) was importing slot 7000 from n1, which has since been
+	// demoted: its replica n4 won a failover.
+	sourceDemoted := func() []Member {
+		ms := mesh(
+			nd{name: "n1", shard: 0, role: RoleReplica, primary: "n4"},
+			nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+			nd{name: "n3", shard: 2, slots: rs(5000, 5000)},
+			nd{name: "n4", shard: 0, slots: append(rs(0, 4999), rs(5001, 8191)...)},
+			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+			nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"})
+		member(ms, "n3").View.Importing = map[int]string{7000: id("n1")}
+		return ms
+	}
+	// n3 gave its only slot back and became a replica of the source.
+	targetAlone := func() []Member {
+		ms := mesh(
+			nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+			nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+			nd{name: "n3", shard: 2, role: RoleReplica, primary: "n1"},
+			nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"})
+		member(ms, "n1").View.Migrating = map[int]string{7000: id("n3")}
+		return ms
+	}
+	// n7, the new shard's primary, is importing slot 7000 from n1; its
+	// replica n3 holds the same state, replicated, and sorts first; n1
+	// has not been told yet.
+	replicatedState := func() []Member {
+		ms := mesh(
+			nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+			nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+			nd{name: "n3", shard: 2, role: RoleReplica, primary: "n7"},
+			nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+			nd{name: "n7", shard: 2, slots: rs(5000, 5000)})
+		member(ms, "n3").View.Importing = map[int]string{7000: id("n1")}
+		member(ms, "n7").View.Importing = map[int]string{7000: id("n1")}
+		return ms
+	}
+	tests := []struct {
+		name    string
+		members []Member
+		want    string
+	}{
+		{"a replica's replicated slot state is not acted on", replicatedState(),
+			"MigrateSlots n1->n7 slots=7000 method=classic (resuming interrupted slot migration: n1 -> n7 slots 7000 by SETSLOT and MIGRATE)"},
+		{"target demoted: resume into its shard's new primary", targetDemoted("n6"),
+			"MigrateSlots n1->n6 slots=7000 method=classic (resuming interrupted slot migration: n1 -> n6 slots 7000 by SETSLOT and MIGRATE)"},
+		{"source demoted: resume from its shard's new primary", sourceDemoted(),
+			"MigrateSlots n4->n3 slots=7000 method=classic (resuming interrupted slot migration: n4 -> n3 slots 7000 by SETSLOT and MIGRATE)"},
+		{"target replicates another shard: it is reattached first", targetDemoted("n1"),
+			"Replicate node=n3 primary=n6(id-n6) (attaching replica: n3 follows n6)"},
+		{"target lost its shard and replicates the source: nothing to resume into", targetAlone(),
+			"Wait (" + ReasonMigrationPeerDemoted + ": n1 slots 7000: n3 replicates n1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Plan(Input{Shards: 3, ReplicasPerShard: 1, Members: tt.members})
+			if got := a.String(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -257,6 +257,19 @@ func testCluster(t *testing.T, argv []string) {
 		if me, _ := all.Myself(); me.Migrating[slot] != ids[1] {
 			t.Fatalf("myself migrating = %v", me.Migrating)
 		}
+		// SETSLOT is replicated: the source's replica (node 2) reports the
+		// same state on its own myself line, which is why the planner acts
+		// on primaries' slot states only.
+		eventually(t, 10*time.Second, "the source's replica reporting the slot MIGRATING", func() error {
+			all, err := nodes[2].ClusterNodes(ctx)
+			if err != nil {
+				return err
+			}
+			if me, _ := all.Myself(); me.Migrating[slot] != ids[1] {
+				return fmt.Errorf("replica's myself migrating = %v", me.Migrating)
+			}
+			return nil
+		})
 		all, err = nodes[1].ClusterNodes(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -96,7 +96,8 @@ func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victi
 		degraded := map[string]string{"namespace": key.Namespace, "cluster": key.Name, "condition": "Degraded"}
 		eventually(t, time.Minute, "valkey_cluster_condition{condition=Degraded} 1", func() error {
 			if v, _ := metricValue("valkey_cluster_condition", degraded); v != 1 {
-				return fmt.Errorf("Degraded gauge %v", v)
+				vc := getCluster(t, key)
+				return fmt.Errorf("Degraded gauge %v; state %s, conditions %v", v, vc.Status.State, conditionSummary(vc))
 			}
 			return nil
 		})
