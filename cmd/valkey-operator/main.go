@@ -35,6 +35,7 @@ func main() {
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.ClusterDomain, "cluster-domain", opts.ClusterDomain, "DNS suffix of per-pod names.")
 	flag.StringVar(&zoneSpread, "default-zone-spread", zoneSpread, "Zone spread for clusters that do not set one: bestEffort or required (env DEFAULT_ZONE_SPREAD).")
+	flag.IntVar(&opts.ClusterWorkers, "cluster-workers", opts.ClusterWorkers, "How many ValkeyClusters are reconciled at once (never the same one twice).")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

@@ -23,6 +23,11 @@ type Options struct {
 	PendingRequeue time.Duration
 	// SlotBatch is how many slots one resharding step moves.
 	SlotBatch int
+	// ClusterWorkers is how many clusters are reconciled at once. One
+	// cluster is never reconciled twice at once; several workers keep a
+	// cluster whose step is slow (a batch of keys moving, a node timing
+	// out) from holding up the failover handling of every other one.
+	ClusterWorkers int
 }
 
 // DefaultOptions are the shipped defaults.
@@ -35,6 +40,7 @@ func DefaultOptions() Options {
 		SteadyResync:      30 * time.Second,
 		PendingRequeue:    2 * time.Second,
 		SlotBatch:         64,
+		ClusterWorkers:    4,
 	}
 }
 
@@ -47,6 +53,9 @@ func (o Options) Validate() error {
 	}
 	if o.ClusterDomain == "" {
 		return fmt.Errorf("cluster domain must not be empty")
+	}
+	if o.ClusterWorkers < 1 {
+		return fmt.Errorf("cluster workers %d: must be at least 1", o.ClusterWorkers)
 	}
 	if o.SlotBatch < 1 {
 		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -89,6 +90,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		Watches(&valkeyv1.ValkeyConfig{}, allClusters).
 		Watches(&valkeyv1.ValkeyImage{}, allClusters).
 		Watches(&valkeyv1.ValkeyRole{}, allClusters).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ClusterWorkers}).
 		Named("valkeycluster").
 		Complete(cr); err != nil {
 		return fmt.Errorf("setting up cluster controller: %w", err)

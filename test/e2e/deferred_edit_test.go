@@ -34,6 +34,7 @@ func TestShardsEditDuringCreatingIsApplied(t *testing.T) {
 	if err := k8sClient.Create(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
+	deleteAtEnd(t, vc)
 	key := client.ObjectKeyFromObject(vc)
 	eventually(t, time.Minute, "bootstrap to start", func() error {
 		got := getCluster(t, key)

@@ -215,3 +215,13 @@ func checkKeys(t testing.TB, c valkey.Client, want map[string]string) {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// deleteAtEnd deletes the cluster when the test ends: its nodes would
+// otherwise keep running, and the operator reconciling them, through every
+// later test.
+func deleteAtEnd(t testing.TB, vc *valkeyv1.ValkeyCluster) {
+	t.Cleanup(func() {
+		obj := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: vc.Namespace, Name: vc.Name}}
+		_ = k8sClient.Delete(context.Background(), obj)
+	})
+}

@@ -58,6 +58,7 @@ func TestAtomicShardScaling(t *testing.T) {
 	if err := k8sClient.Create(context.Background(), vc); err != nil {
 		t.Fatal(err)
 	}
+	deleteAtEnd(t, vc)
 	key := client.ObjectKeyFromObject(vc)
 	waitConverged(t, key, 3, 1, 5*time.Minute)
 	c := clusterClient(t, seedOf(key), nil)

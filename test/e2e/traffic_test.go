@@ -353,6 +353,7 @@ func newPlainCluster(t testing.TB, ns, name string, shards, replicas int) client
 	if err := k8sClient.Create(context.Background(), vc); err != nil {
 		t.Fatal(err)
 	}
+	deleteAtEnd(t, vc)
 	key := client.ObjectKeyFromObject(vc)
 	start := time.Now()
 	waitConverged(t, key, shards, replicas, 5*time.Minute)
