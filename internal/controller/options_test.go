@@ -1,0 +1,33 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(o *Options)
+		want   string // substring of the error; empty for none
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"unknown zone spread", func(o *Options) { o.DefaultZoneSpread = "sometimes" }, `default zone spread "sometimes"`},
+		{"empty cluster domain", func(o *Options) { o.ClusterDomain = "" }, "cluster domain must not be empty"},
+		{"no cluster worker", func(o *Options) { o.ClusterWorkers = 0 }, "cluster workers 0: must be at least 1"},
+		{"empty slot batch", func(o *Options) { o.SlotBatch = 0 }, "slot batch 0: must be at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tt.mutate(&o)
+			err := o.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
