@@ -247,17 +247,19 @@ func TestClusterStateMetric(t *testing.T) {
 	if err := k8sClient.Create(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "state metric", func() error {
+	// The gauge is set as the reconcile ends, just before its status is
+	// written; both are polled.
+	eventually(t, 20*time.Second, "state metric and ReferencesResolved", func() error {
 		v, ok := gaugeValue(t, "valkey_cluster_state", map[string]string{"namespace": ns, "cluster": "measured", "state": "Creating"})
 		if !ok || v != 1 {
 			return fmt.Errorf("valkey_cluster_state{state=Creating} = %v (present %v)", v, ok)
 		}
+		// A missing config is a condition with the documented message, not a log line only.
+		got := getCluster(t, ns, vc.Name)
+		c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondReferencesResolved)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Message != `ValkeyConfig "missing-config" not found` {
+			return fmt.Errorf("ReferencesResolved = %+v", c)
+		}
 		return nil
 	})
-	// A missing config is a condition with the documented message, not a log line only.
-	got := getCluster(t, ns, vc.Name)
-	c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondReferencesResolved)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Message != `ValkeyConfig "missing-config" not found` {
-		t.Fatalf("ReferencesResolved = %+v", c)
-	}
 }
