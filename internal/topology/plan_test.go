@@ -572,16 +572,21 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestInterruptedMigrationWithDemotedEnd(t *testing.T) {
-	// n1 (shard 0) was moving slot 16269 to n3 (shard 2), which has since
-	// been demoted: its replica n6 won a failover.
-	targetDemoted := func(newPrimary string) []Member {
-		ms := mesh(
-			nd{name: "n1", shard: 0, slots: rs(0, 8191)},
-			nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
-			nd{name: "n3", shard: 2, role: RoleReplica, primary: newPrimary},
-			nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
-			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
-			nd{name: "n6", shard: 2, slots: rs(5000, 5000)})
+	// n1 (shard 0) was moving slot 7000 to n3 (shard 2), which has since
+	// been demoted and replicates primary: with heir, its replica n6 won a
+	// failover; without, it gave its only slot back and the shard is gone.
+	targetDemoted := func(primary string, heir bool) []Member {
+		nodes := []nd{
+			{name: "n1", shard: 0, slots: rs(0, 8191)},
+			{name: "n2", shard: 1, slots: rs(8192, 16383)},
+			{name: "n3", shard: 2, role: RoleReplica, primary: primary},
+			{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+			{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+		}
+		if heir {
+			nodes = append(nodes, nd{name: "n6", shard: 2, slots: rs(5000, 5000)})
+		}
+		ms := mesh(nodes...)
 		member(ms, "n1").View.Migrating = map[int]string{7000: id("n3")}
 		return ms
 	}
@@ -596,17 +601,6 @@ func TestInterruptedMigrationWithDemotedEnd(t *testing.T) {
 			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
 			nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"})
 		member(ms, "n3").View.Importing = map[int]string{7000: id("n1")}
-		return ms
-	}
-	// n3 gave its only slot back and became a replica of the source.
-	targetAlone := func() []Member {
-		ms := mesh(
-			nd{name: "n1", shard: 0, slots: rs(0, 8191)},
-			nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
-			nd{name: "n3", shard: 2, role: RoleReplica, primary: "n1"},
-			nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
-			nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"})
-		member(ms, "n1").View.Migrating = map[int]string{7000: id("n3")}
 		return ms
 	}
 	// n7, the new shard's primary, is importing slot 7000 from n1; its
@@ -631,13 +625,13 @@ func TestInterruptedMigrationWithDemotedEnd(t *testing.T) {
 	}{
 		{"a replica's replicated slot state is not acted on", replicatedState(),
 			"MigrateSlots n1->n7 slots=7000 method=classic (resuming interrupted slot migration: n1 -> n7 slots 7000 by SETSLOT and MIGRATE)"},
-		{"target demoted: resume into its shard's new primary", targetDemoted("n6"),
+		{"target demoted: resume into its shard's new primary", targetDemoted("n6", true),
 			"MigrateSlots n1->n6 slots=7000 method=classic (resuming interrupted slot migration: n1 -> n6 slots 7000 by SETSLOT and MIGRATE)"},
 		{"source demoted: resume from its shard's new primary", sourceDemoted(),
 			"MigrateSlots n4->n3 slots=7000 method=classic (resuming interrupted slot migration: n4 -> n3 slots 7000 by SETSLOT and MIGRATE)"},
-		{"target replicates another shard: it is reattached first", targetDemoted("n1"),
+		{"target replicates another shard: it is reattached first", targetDemoted("n1", true),
 			"Replicate node=n3 primary=n6(id-n6) (attaching replica: n3 follows n6)"},
-		{"target lost its shard and replicates the source: nothing to resume into", targetAlone(),
+		{"target lost its shard and replicates the source: nothing to resume into", targetDemoted("n1", false),
 			"Wait (" + ReasonMigrationPeerDemoted + ": n1 slots 7000: n3 replicates n1)"},
 	}
 	for _, tt := range tests {

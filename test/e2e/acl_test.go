@@ -65,7 +65,7 @@ func newACLFixture(t testing.TB, ns, version string, acl []valkeyv1.AclBinding) 
 	if err := k8sClient.Create(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), vc) })
+	deleteAtEnd(t, vc)
 	waitActive(t, f.key, 1, 1, 3*time.Minute)
 	return f
 }

@@ -156,8 +156,7 @@ func newTLSCluster(t testing.TB, ns string, ca *testcerts.CA, shards, replicas i
 	if err := k8sClient.Create(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
-	// Deleting the cluster frees the CPU its nodes use for the next test.
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), vc) })
+	deleteAtEnd(t, vc)
 	waitActive(t, f.key, shards, replicas, 5*time.Minute)
 	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
 	return f
