@@ -46,6 +46,19 @@ func fail(t testing.TB, ns, pod string, mode failureMode) {
 	}
 }
 
+// podPhase describes a pod for a failure message: its phase, or that it is
+// being deleted or gone.
+func podPhase(ns, name string) string {
+	var p corev1.Pod
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+		return fmt.Sprintf("pod %s: %v", name, err)
+	}
+	if p.DeletionTimestamp != nil {
+		return fmt.Sprintf("pod %s %s, deleting since %s", name, p.Status.Phase, p.DeletionTimestamp.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("pod %s %s", name, p.Status.Phase)
+}
+
 // waitReplaced waits until the lost node has left the cluster's members
 // and the cluster is Active again with exactly the asked-for shape.
 func waitReplaced(t testing.TB, key client.ObjectKey, lost string, shards, replicas int) *valkeyv1.ValkeyCluster {
@@ -97,7 +110,8 @@ func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victi
 		eventually(t, time.Minute, "valkey_cluster_condition{condition=Degraded} 1", func() error {
 			if v, _ := metricValue("valkey_cluster_condition", degraded); v != 1 {
 				vc := getCluster(t, key)
-				return fmt.Errorf("Degraded gauge %v; state %s, conditions %v", v, vc.Status.State, conditionSummary(vc))
+				return fmt.Errorf("Degraded gauge %v; %s; state %s, nodes %v, conditions %v",
+					v, podPhase(key.Namespace, lost), vc.Status.State, vc.Status.Nodes, conditionSummary(vc))
 			}
 			return nil
 		})

@@ -26,6 +26,7 @@ func createNamespace(t testing.TB, name string) {
 	if err := k8sClient.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+	logNamespaceOnFailure(t, name)
 }
 
 // createMenu creates an image and a config for Valkey 8 named after suffix.

@@ -28,6 +28,7 @@ func createRestrictedNamespace(t testing.TB, name string) {
 	if err := k8sClient.Create(ctx, ns); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+	logNamespaceOnFailure(t, name)
 	plain := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "no-security-context"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "valkey/valkey:8.0.1"}}},
