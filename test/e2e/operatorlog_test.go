@@ -35,9 +35,9 @@ func logNamespaceOnFailure(t testing.TB, ns string) {
 	})
 }
 
-// namespaceLogLines returns the last max lines of the log that name ns,
+// namespaceLogLines returns the last `last` lines of the log that name ns,
 // without the fields every line repeats.
-func namespaceLogLines(path, ns string, max int) ([]string, error) {
+func namespaceLogLines(path, ns string, last int) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -48,18 +48,17 @@ func namespaceLogLines(path, ns string, max int) ([]string, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.Contains(line, needle) {
-			continue
+		if line := sc.Text(); strings.Contains(line, needle) {
+			out = append(out, line)
 		}
+	}
+	out = out[max(0, len(out)-last):]
+	for i, line := range out {
 		line = noisyLogFields.ReplaceAllString(line, "")
 		if len(line) > 600 {
 			line = line[:600] + "…"
 		}
-		out = append(out, line)
-		if len(out) > max {
-			out = out[1:]
-		}
+		out[i] = line
 	}
 	return out, sc.Err()
 }
