@@ -261,6 +261,20 @@ func (w *world) departed() (Action, bool) {
 	return Action{}, false
 }
 
+// lifecycleTier is the work a node in motion belongs to, so a wait on it
+// keeps that work's state and Degraded condition instead of flickering to
+// steady between its steps; a settled node that does not answer is none.
+func (w *world) lifecycleTier(n *node) Tier {
+	switch {
+	case n.joining():
+		return w.joinTier(n)
+	case n.leaving():
+		return w.departureTier(n)
+	default:
+		return TierSteady
+	}
+}
+
 func (w *world) departureTier(n *node) Tier {
 	switch {
 	case !n.leaving():
@@ -983,11 +997,11 @@ func (w *world) settled() (Action, bool) {
 	for _, n := range w.nodes {
 		switch {
 		case n.dead():
-			return wait(TierSteady, "waiting for dead node to be removed", n.Name), true
+			return wait(w.departureTier(n), "waiting for dead node to be removed", n.Name), true
 		case !n.live():
-			return waitForPod(TierSteady, n), true
+			return waitForPod(w.lifecycleTier(n), n), true
 		case n.joining() || n.leaving():
-			return wait(TierSteady, "waiting for node to finish "+string(n.Lifecycle), n.Name), true
+			return wait(w.lifecycleTier(n), "waiting for node to finish "+string(n.Lifecycle), n.Name), true
 		}
 	}
 	shards := w.liveShards()
