@@ -53,6 +53,7 @@ const (
 	ReasonPodPending           = "PodPending"
 	ReasonAwaitingAutoFailover = "AwaitingAutoFailover"
 	ReasonFailoverInProgress   = "FailoverInProgress"
+	ReasonReplicaSyncing       = "ReplicaSyncing"
 )
 
 // waitReasons names the planner's waits a reader can act on or should
@@ -64,6 +65,7 @@ var waitReasons = map[string]string{
 	topology.ReasonNodeSilent:       ReasonUnreachable,
 	topology.ReasonWaitAutoFailover: ReasonAwaitingAutoFailover,
 	topology.ReasonFailoverInFlight: ReasonFailoverInProgress,
+	topology.ReasonReplicaSyncing:   ReasonReplicaSyncing,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

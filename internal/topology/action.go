@@ -86,12 +86,15 @@ const (
 	// ReasonMigrationPeerDemoted: the other end of an interrupted slot
 	// migration is a replica now and its primary cannot take its place.
 	ReasonMigrationPeerDemoted = "waiting for the demoted end of a slot migration to have a healthy primary"
-	ReasonPodUnschedulable     = "pod cannot be scheduled"
-	ReasonPodPending           = "waiting for pod to run"
-	ReasonNodeSilent           = "waiting for node to answer"
-	ReasonMeet                 = "cluster meet issued"
-	ReasonCompletedJoin        = "completed join"
-	ReasonFormed               = "cluster formed, transitioning to Active"
+	// ReasonReplicaSyncing: a replica in its place has not finished
+	// loading its primary's data.
+	ReasonReplicaSyncing   = "waiting for a replica to finish its initial sync"
+	ReasonPodUnschedulable = "pod cannot be scheduled"
+	ReasonPodPending       = "waiting for pod to run"
+	ReasonNodeSilent       = "waiting for node to answer"
+	ReasonMeet             = "cluster meet issued"
+	ReasonCompletedJoin    = "completed join"
+	ReasonFormed           = "cluster formed, transitioning to Active"
 )
 
 // Action is the planner's answer: exactly one of the payload pointers that

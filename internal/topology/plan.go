@@ -1013,8 +1013,17 @@ func (w *world) settled() (Action, bool) {
 		if p == nil || p.selfSlots() == 0 {
 			return wait(TierSteady, "shard has no slot-holding primary", fmt.Sprint(idx)), true
 		}
-		if r := len(w.replicasFollowing(p.id)); r != R || len(w.shardMembers(idx)) != 1+R {
+		reps := w.replicasFollowing(p.id)
+		if r := len(reps); r != R || len(w.shardMembers(idx)) != 1+R {
 			return wait(TierSteady, "waiting for replicas", fmt.Sprintf("shard %d has %d, want %d", idx, r, R)), true
+		}
+		// A replica that is still loading its primary's data counts for
+		// the shape but not for safety: until it holds the data, losing
+		// the primary loses the shard, so the cluster is not converged.
+		for _, r := range reps {
+			if !r.View.LinkUp || !r.View.SyncDone {
+				return wait(TierStability, ReasonReplicaSyncing, r.Name), true
+			}
 		}
 	}
 	if ok, why := w.formed(); !ok {
