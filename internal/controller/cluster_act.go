@@ -56,6 +56,9 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 		if err := r.Create(ctx, node); err != nil {
 			return fmt.Errorf("creating ValkeyNode %s: %w", name, err)
 		}
+		if err := r.awaitCached(ctx, node); err != nil {
+			return err
+		}
 		log.Info("created node", "node", name, "shard", a.CreateNode.ShardIndex, "joinType", a.CreateNode.JoinType)
 	case topology.KindMeet:
 		err := onNode(a.Meet.Node, func(n *valkey.Node) error {
@@ -127,7 +130,7 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 			break
 		}
 		if err := onNode(m.From, func(n *valkey.Node) error {
-			return n.ClusterMigrateSlots(ctx, m.ToID, toValkeyRanges(m.Slots)...)
+			return n.ClusterMigrateSlots(ctx, m.ToID, toValkeyRanges(m.Slots...)...)
 		}); err != nil {
 			return err
 		}
@@ -177,7 +180,12 @@ func (r *ClusterReconciler) migrateClassic(ctx context.Context, o *observed, con
 			cm.others = append(cm.others, n)
 		}
 	}
-	return cm.run(ctx, valkey.SlotRange{Start: m.Slots.Start, End: m.Slots.End})
+	for _, r := range m.Slots {
+		if err := cm.run(ctx, valkey.SlotRange{Start: r.Start, End: r.End}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.ValkeyNode, l valkeyv1.NodeLifecycle) error {
@@ -210,6 +218,29 @@ func (r *ClusterReconciler) recordFailover(ctx context.Context, n *valkeyv1.Valk
 		return fmt.Errorf("recording the failover request on node %s: %w", n.Name, err)
 	}
 	return nil
+}
+
+// awaitCached returns once the operator's cache holds a node it just
+// created. The next plan lists members from that cache: a node missing from
+// it would be planned again, and a wave creates many at once.
+func (r *ClusterReconciler) awaitCached(ctx context.Context, n *valkeyv1.ValkeyNode) error {
+	ctx, cancel := context.WithTimeout(ctx, cacheWait)
+	defer cancel()
+	for {
+		var got valkeyv1.ValkeyNode
+		err := r.Get(ctx, client.ObjectKeyFromObject(n), &got)
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading back ValkeyNode %s: %w", n.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ValkeyNode %s created but not yet in the operator's cache: %w", n.Name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // newNodeName draws a fresh {cluster}-{5 hex} name not in use.

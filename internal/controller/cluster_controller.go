@@ -24,7 +24,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// afterAction is how soon a cluster is reconciled again after an action:
+// afterAction is how soon a cluster is reconciled again after a wave:
 // immediately in spirit, but through the delaying queue so the rate limiter's
 // per-item backoff, meant for errors, never paces a healthy bootstrap.
 const afterAction = 50 * time.Millisecond
@@ -217,52 +217,41 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		Members:          o.members,
 		Now:              time.Now(),
 	}
-	action := topology.Plan(in)
+	wave := topology.Plan(in)
+	lead := wave.Lead()
 	names := make([]string, 0, len(o.nodes))
 	for n := range o.nodes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	applySummary(vc, topology.Summarize(in), names)
+	applyPlan(vc, lead, topology.DecideState(creating, lead))
 
-	if action.Kind == topology.KindDone || action.Kind == topology.KindWait {
-		if creating && action.Done() {
+	if !wave.Acts() {
+		if creating && wave.Done() {
 			log.Info(topology.ReasonFormed)
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
 		}
-		applyPlan(vc, action, topology.DecideState(creating, action))
 		r.noteUnreachable(vc, o)
-		if action.Done() {
+		if wave.Done() {
 			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 		}
-		if action.Reason == topology.ReasonUnschedulable || action.Reason == topology.ReasonWaitAutoFailover {
-			log.Info(action.Reason, "detail", action.Detail)
+		if lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {
+			log.Info(lead.Reason, "detail", lead.Detail)
 		}
 		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
 	}
 
-	log.V(1).Info("acting", "action", action.String())
-	applyPlan(vc, action, topology.DecideState(creating, action))
-	err = r.act(ctx, vc, rc, res, o, conn, action)
-	actionsTotal.WithLabelValues(vc.Namespace, vc.Name, string(action.Kind), resultLabel(err)).Inc()
-	if err != nil {
-		setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, fmt.Sprintf("%s failed: %v", action.Kind, err))
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(action.Kind), "%s", truncate(err.Error(), 1000))
-		return ctrlrt.Result{}, fmt.Errorf("%s: %w", action.String(), err)
+	log.V(1).Info("acting", "wave", wave.String())
+	for _, a := range wave.Actions {
+		if a.Reason == topology.ReasonRetryMigration {
+			log.Info("slot migration failed, retrying", "detail", a.Detail)
+		}
 	}
-	if action.Reason == topology.ReasonRetryMigration {
-		// Whatever failed it (the target's ACL, a lost link) rarely clears
-		// within a tick; retrying at once only floods the Events.
-		log.Info("slot migration failed, retrying", "detail", action.Detail)
-		return ctrlrt.Result{RequeueAfter: afterFailedMigration}, nil
+	if err := r.actWave(ctx, vc, rc, res, o, conn, wave); err != nil {
+		return ctrlrt.Result{}, err
 	}
-	if action.Kind == topology.KindFailover {
-		// Roles flip only once the replica has caught up and won its
-		// election; until then the planner holds (FailoverGrace), so look
-		// again when the flip is likely done.
-		return ctrlrt.Result{RequeueAfter: afterFailover}, nil
-	}
-	return ctrlrt.Result{RequeueAfter: afterAction}, nil
+	return afterWave(wave), nil
 }
 
 // resolve reads the config chain, image and roles live.

@@ -65,7 +65,13 @@ func podState(p *corev1.Pod) topology.Pod {
 	if p == nil {
 		return topology.Pod{Phase: topology.PodAbsent}
 	}
-	if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return topology.Pod{Phase: topology.PodGone, IP: p.Status.PodIP}
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		if p.Status.Phase == corev1.PodRunning {
+			return topology.Pod{Phase: topology.PodStopping, IP: p.Status.PodIP}
+		}
 		return topology.Pod{Phase: topology.PodGone, IP: p.Status.PodIP}
 	}
 	if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {

@@ -54,6 +54,7 @@ const (
 	ReasonAwaitingAutoFailover = "AwaitingAutoFailover"
 	ReasonFailoverInProgress   = "FailoverInProgress"
 	ReasonReplicaSyncing       = "ReplicaSyncing"
+	ReasonPodStopping          = "PodStopping"
 )
 
 // waitReasons names the planner's waits a reader can act on or should
@@ -66,6 +67,7 @@ var waitReasons = map[string]string{
 	topology.ReasonWaitAutoFailover: ReasonAwaitingAutoFailover,
 	topology.ReasonFailoverInFlight: ReasonFailoverInProgress,
 	topology.ReasonReplicaSyncing:   ReasonReplicaSyncing,
+	topology.ReasonPodStopping:      ReasonPodStopping,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

@@ -28,6 +28,10 @@ type Options struct {
 	// cluster whose step is slow (a batch of keys moving, a node timing
 	// out) from holding up the failover handling of every other one.
 	ClusterWorkers int
+	// WaveConcurrency is how many actions of one cluster's wave run at
+	// once. With ClusterWorkers it bounds the operator's total: at most
+	// ClusterWorkers x WaveConcurrency calls to Valkey or the API at a time.
+	WaveConcurrency int
 }
 
 // DefaultOptions are the shipped defaults.
@@ -41,6 +45,7 @@ func DefaultOptions() Options {
 		PendingRequeue:    2 * time.Second,
 		SlotBatch:         64,
 		ClusterWorkers:    4,
+		WaveConcurrency:   16,
 	}
 }
 
@@ -56,6 +61,9 @@ func (o Options) Validate() error {
 	}
 	if o.ClusterWorkers < 1 {
 		return fmt.Errorf("cluster workers %d: must be at least 1", o.ClusterWorkers)
+	}
+	if o.WaveConcurrency < 1 {
+		return fmt.Errorf("wave concurrency %d: must be at least 1", o.WaveConcurrency)
 	}
 	if o.SlotBatch < 1 {
 		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)

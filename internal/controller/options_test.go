@@ -16,6 +16,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"empty cluster domain", func(o *Options) { o.ClusterDomain = "" }, "cluster domain must not be empty"},
 		{"no cluster worker", func(o *Options) { o.ClusterWorkers = 0 }, "cluster workers 0: must be at least 1"},
 		{"empty slot batch", func(o *Options) { o.SlotBatch = 0 }, "slot batch 0: must be at least 1"},
+		{"no wave concurrency", func(o *Options) { o.WaveConcurrency = 0 }, "wave concurrency 0: must be at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

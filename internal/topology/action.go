@@ -91,10 +91,13 @@ const (
 	ReasonReplicaSyncing   = "waiting for a replica to finish its initial sync"
 	ReasonPodUnschedulable = "pod cannot be scheduled"
 	ReasonPodPending       = "waiting for pod to run"
-	ReasonNodeSilent       = "waiting for node to answer"
-	ReasonMeet             = "cluster meet issued"
-	ReasonCompletedJoin    = "completed join"
-	ReasonFormed           = "cluster formed, transitioning to Active"
+	// ReasonPodStopping: a pod is being deleted and its process has not
+	// exited yet.
+	ReasonPodStopping   = "waiting for a stopping pod's process to exit"
+	ReasonNodeSilent    = "waiting for node to answer"
+	ReasonMeet          = "cluster meet issued"
+	ReasonCompletedJoin = "completed join"
+	ReasonFormed        = "cluster formed, transitioning to Active"
 )
 
 // Action is the planner's answer: exactly one of the payload pointers that
@@ -167,14 +170,16 @@ type Failover struct {
 	Mode FailoverMode
 }
 
-// MigrateSlots moves Slots from the primary From to the primary To.
+// MigrateSlots moves Slots from the primary From to the primary To. A
+// classic move carries one batch (one range); an atomic one carries every
+// range the source gives the target, in one CLUSTER MIGRATESLOTS.
 type MigrateSlots struct {
 	From   string
 	FromID string
 	To     string
 	ToID   string
 	ToIP   string
-	Slots  SlotRange
+	Slots  []SlotRange
 	Method MigrationMethod
 }
 
@@ -206,7 +211,7 @@ func (a Action) String() string {
 		fmt.Fprintf(&b, " node=%s mode=%s", a.Failover.Node, a.Failover.Mode)
 	case a.MigrateSlots != nil:
 		m := a.MigrateSlots
-		fmt.Fprintf(&b, " %s->%s slots=%s method=%s", m.From, m.To, m.Slots, m.Method)
+		fmt.Fprintf(&b, " %s->%s slots=%s method=%s", m.From, m.To, FormatRanges(m.Slots), m.Method)
 	}
 	if a.Reason != "" {
 		fmt.Fprintf(&b, " (%s", a.Reason)

@@ -36,7 +36,7 @@ func TestBootstrapConverges(t *testing.T) {
 					}
 				}
 				// Once formed, the steady-state planner agrees at once.
-				if a := Plan(s.input()); a.Kind != KindDone {
+				if a := Plan(s.input()); !a.Done() {
 					t.Fatalf("after bootstrap: %v", a)
 				}
 				t.Logf("%d steps", steps)
@@ -87,7 +87,7 @@ func TestBootstrapBlockedByUnschedulablePod(t *testing.T) {
 	s.unschedulable = true
 	s.step()
 	s.step()
-	a := Plan(s.input())
+	a := Plan(s.input()).Lead()
 	if a.Kind != KindWait || a.Reason != ReasonUnschedulable {
 		t.Fatalf("got %v, want unschedulable wait", a)
 	}
@@ -201,7 +201,7 @@ func TestFailurePrimaryWithReplicaQuorumHeld(t *testing.T) {
 	s := bootstrapped(t, 3, 1)
 	victim := s.primaryOf(0)
 	s.kill(victim.name)
-	first := Plan(s.input())
+	first := Plan(s.input()).Lead()
 	if first.Kind != KindWait || first.Reason != ReasonWaitAutoFailover {
 		t.Fatalf("got %v, want to wait for auto-failover", first)
 	}
@@ -227,7 +227,7 @@ func TestFailurePrimaryWithReplicaQuorumHeld(t *testing.T) {
 func TestFailurePrimaryWithReplicaQuorumLost(t *testing.T) {
 	s := bootstrapped(t, 2, 1)
 	s.kill(s.primaryOf(0).name)
-	first := Plan(s.input())
+	first := Plan(s.input()).Lead()
 	if first.Kind != KindFailover || first.Failover.Mode != FailoverTakeover || first.Reason != ReasonTakeover {
 		t.Fatalf("got %v, want TAKEOVER", first)
 	}
@@ -366,7 +366,7 @@ func TestRollStallsOnPendingReplacement(t *testing.T) {
 	for range 5 {
 		s.step()
 	}
-	a := Plan(s.input())
+	a := Plan(s.input()).Lead()
 	if a.Kind != KindWait {
 		t.Fatalf("got %v, want the roll to stall", a)
 	}

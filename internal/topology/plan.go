@@ -12,33 +12,69 @@ import (
 // (5 s) plus the election and the gossip that lets every node see it.
 const FailoverGrace = 15 * time.Second
 
-// Plan returns the single next action for the cluster described by in, or
-// Done when it has its desired shape, or Wait with the reason nothing can be
-// done this tick. It keeps no state: the same input always yields the same
-// answer.
-func Plan(in Input) Action {
+// Plan returns the wave of actions to run now for the cluster described by
+// in, or a wave holding only Done when it has its desired shape, or only a
+// Wait with the reason nothing can be done this tick. It keeps no state: the
+// same input always yields the same answer.
+//
+// The steps run in priority order and the first that has something to say
+// decides the wave; a step that widens (bootstrap, joins, replica counts,
+// new shards, atomic moves) returns every independent action it finds.
+func Plan(in Input) Wave {
 	if in.Shards < 1 || in.ReplicasPerShard < 0 {
-		return wait(TierSteady, "invalid desired shape",
-			fmt.Sprintf("shards=%d replicasPerShard=%d", in.Shards, in.ReplicasPerShard))
+		return waveOf(wait(TierSteady, "invalid desired shape",
+			fmt.Sprintf("shards=%d replicasPerShard=%d", in.Shards, in.ReplicasPerShard)))
 	}
 	w := newWorld(in)
-	steps := []func() (Action, bool){w.primaries, w.redirectMigrations, w.departed}
+	steps := []func() ([]Action, bool){one(w.primaries), one(w.redirectMigrations), one(w.departed)}
 	if in.Creating {
 		steps = append(steps, w.bootstrap)
 	} else {
 		steps = append(steps,
-			w.orphans, w.joins, w.replicaCounts, w.coverage, // stability
-			w.migrations, w.departures, w.retireDrained, w.moves, w.addShards, // topology
-			w.roll,    // updates
-			w.cleanup, // cleanup
-			w.settled)
+			one(w.orphans), w.joins, w.replicaCounts, one(w.coverage), // stability
+			one(w.migrations), one(w.departures), one(w.retireDrained), w.moves, w.addShards, // topology
+			one(w.roll),    // updates
+			one(w.cleanup), // cleanup
+			one(w.settled))
 	}
 	for _, step := range steps {
-		if a, ok := step(); ok {
-			return w.noteFailedMigration(w.holdRepeatedFailover(a))
+		if as, ok := step(); ok && len(as) > 0 {
+			return w.finish(as)
 		}
 	}
-	return wait(TierSteady, "waiting for the cluster to settle", "")
+	return waveOf(wait(TierSteady, "waiting for the cluster to settle", ""))
+}
+
+// one adapts a step that decides a single action.
+func one(step func() (Action, bool)) func() ([]Action, bool) {
+	return func() ([]Action, bool) {
+		a, ok := step()
+		if !ok {
+			return nil, false
+		}
+		return []Action{a}, true
+	}
+}
+
+// finish applies the per-action guards and keeps the wave's shape: held
+// actions turn into Waits, which only stand alone.
+func (w *world) finish(as []Action) Wave {
+	out := make([]Action, 0, len(as))
+	var held *Action
+	for _, a := range as {
+		a = w.noteFailedMigration(w.holdRepeatedFailover(a))
+		if a.Kind == KindWait || a.Kind == KindDone {
+			if held == nil {
+				held = &a
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 && held != nil {
+		return waveOf(*held)
+	}
+	return Wave{Actions: out}
 }
 
 // noteFailedMigration marks an atomic slot move whose source's last
@@ -111,6 +147,9 @@ func waitForPod(tier Tier, n *node) Action {
 	}
 	if n.pending() {
 		return wait(tier, ReasonPodPending, n.Name)
+	}
+	if n.Pod.Phase == PodStopping {
+		return wait(tier, ReasonPodStopping, n.Name)
 	}
 	return wait(tier, ReasonNodeSilent, n.Name)
 }
@@ -309,8 +348,10 @@ func sortedStrings[V any](m map[string]V) []string {
 	return out
 }
 
-// bootstrap forms a new cluster one step per tick (§5).
-func (w *world) bootstrap() (Action, bool) {
+// bootstrap forms a new cluster, each phase in one wave: create every node,
+// introduce every node to one seed, give every shard its slots, attach every
+// replica, mark every synced node Active.
+func (w *world) bootstrap() ([]Action, bool) {
 	S, R := w.in.Shards, w.in.ReplicasPerShard
 	counts := make([]int, S)
 	total := 0
@@ -321,84 +362,122 @@ func (w *world) bootstrap() (Action, bool) {
 		}
 	}
 	if total < S*(1+R) {
-		best := -1
-		for i, c := range counts {
-			if c < 1+R && (best < 0 || c < counts[best]) {
-				best = i
+		// Round by round over the shards, so names and pods spread the same
+		// way whichever part of the wave lands first.
+		var creates []Action
+		for round := range 1 + R {
+			for i := range S {
+				if counts[i] > round {
+					continue
+				}
+				total++
+				creates = append(creates, Action{Kind: KindCreateNode, Tier: TierBootstrap, Reason: "creating node",
+					Detail:     fmt.Sprintf("%d of %d", total, S*(1+R)),
+					CreateNode: &CreateNode{ShardIndex: i, JoinType: JoinNone}})
 			}
 		}
-		if best >= 0 {
-			return Action{Kind: KindCreateNode, Tier: TierBootstrap, Reason: "creating node",
-				Detail:     fmt.Sprintf("%d of %d", total+1, S*(1+R)),
-				CreateNode: &CreateNode{ShardIndex: best, JoinType: JoinNone}}, true
-		}
+		return creates, true
 	}
 	members := w.bootstrapMembers()
 	for _, n := range members {
 		if !n.live() || n.Pod.IP == "" {
-			return waitForPod(TierBootstrap, n), true
+			return []Action{waitForPod(TierBootstrap, n)}, true
 		}
 	}
-	for _, n := range members {
-		if w.met(n) {
-			continue
-		}
-		if seed := w.seedFor(n); seed != nil && !connected(n, seed) {
-			return meet(TierBootstrap, n, seed), true
-		}
+	if meets := w.meetAll(TierBootstrap, members); len(meets) > 0 {
+		return meets, true
 	}
 	for _, n := range members {
 		if !w.met(n) {
-			return wait(TierBootstrap, "waiting for nodes to learn each other", n.Name), true
+			return []Action{wait(TierBootstrap, "waiting for nodes to learn each other", n.Name)}, true
 		}
 	}
 	if !w.slotsAgree() {
-		return wait(TierBootstrap, "waiting for nodes to agree on assigned slots", ""), true
+		return []Action{wait(TierBootstrap, "waiting for nodes to agree on assigned slots", "")}, true
 	}
 	plan := EvenPlan(S)
 	primaries := make([]*node, S)
+	var adds []Action
 	for i := range S {
 		p := w.designated(i)
 		if p == nil {
-			return wait(TierBootstrap, "no primary candidate in shard", fmt.Sprint(i)), true
+			return []Action{wait(TierBootstrap, "no primary candidate in shard", fmt.Sprint(i))}, true
 		}
 		primaries[i] = p
 		missing := rangesOf(func(s int) bool {
 			return s >= plan[i].Start && s <= plan[i].End && w.owner[s] == ""
 		})
 		if len(missing) > 0 {
-			return Action{Kind: KindAddSlots, Tier: TierBootstrap, Reason: "assigning slots",
+			adds = append(adds, Action{Kind: KindAddSlots, Tier: TierBootstrap, Reason: "assigning slots",
 				Detail:   fmt.Sprintf("shard %d", i),
-				AddSlots: &AddSlots{Node: p.Name, Ranges: missing}}, true
+				AddSlots: &AddSlots{Node: p.Name, Ranges: missing}})
 		}
 	}
-	if un := w.unassigned(); len(un) > 0 {
-		return wait(TierBootstrap, "slots left unassigned", FormatRanges(un)), true
+	if len(adds) > 0 {
+		return adds, true
 	}
+	if un := w.unassigned(); len(un) > 0 {
+		return []Action{wait(TierBootstrap, "slots left unassigned", FormatRanges(un))}, true
+	}
+	var attach []Action
+	var notes noted
 	for _, n := range members {
 		p := primaries[n.ShardIndex]
 		if n == p || n.isReplicaOf(p.id) {
 			continue
 		}
 		if n.selfSlots() > 0 {
-			return wait(TierBootstrap, "node outside its shard holds slots", n.Name), true
+			notes.add(wait(TierBootstrap, "node outside its shard holds slots", n.Name))
+			continue
 		}
-		return replicate(TierBootstrap, n, p), true
+		attach = append(attach, replicate(TierBootstrap, n, p))
 	}
+	if len(attach) > 0 {
+		return attach, true
+	}
+	if a, ok := notes.get(); ok {
+		return []Action{a}, true
+	}
+	var activate []Action
 	for _, n := range members {
 		if !n.joining() {
 			continue
 		}
 		p := primaries[n.ShardIndex]
 		if n == p || (n.View.LinkUp && n.View.SyncDone) {
-			return markActive(TierBootstrap, n), true
+			activate = append(activate, markActive(TierBootstrap, n))
+			continue
 		}
-		return wait(TierBootstrap, "waiting for initial sync", n.Name), true
+		notes.add(wait(TierBootstrap, "waiting for initial sync", n.Name))
+	}
+	if len(activate) > 0 {
+		return activate, true
+	}
+	if a, ok := notes.get(); ok {
+		return []Action{a}, true
 	}
 	if ok, why := w.formed(); !ok {
-		return wait(TierBootstrap, "waiting for the cluster to agree", why), true
+		return []Action{wait(TierBootstrap, "waiting for the cluster to agree", why)}, true
 	}
-	return done(ReasonFormed), true
+	return []Action{done(ReasonFormed)}, true
+}
+
+// meetAll introduces every node of ns that has not started to know the
+// cluster to one seed, all in one wave: a MEET to a single seed is enough,
+// gossip spreads the rest. The seed itself is introduced by the others.
+func (w *world) meetAll(tier Tier, ns []*node) []Action {
+	seed := w.seedFor(nil)
+	if seed == nil {
+		return nil
+	}
+	var out []Action
+	for _, n := range ns {
+		if n == seed || w.met(n) || connected(n, seed) {
+			continue
+		}
+		out = append(out, meet(tier, n, seed))
+	}
+	return out
 }
 
 // bootstrapMembers are the nodes bootstrap builds the cluster from.
@@ -462,6 +541,16 @@ func (w *world) orphans() (Action, bool) {
 	un := w.unassigned()
 	if len(un) == 0 {
 		return Action{}, false
+	}
+	// A slot looks unowned when its owner cannot be asked (stalled, or out
+	// of the operator's reach) and no peer that can be asked reports it.
+	// Assigning it then makes two owners, and the old one drops its keys
+	// when it learns of the new one: no slot is given away while a running
+	// member is silent.
+	for _, n := range w.nodes {
+		if n.unknown() {
+			return waitForPod(TierStability, n), true
+		}
 	}
 	if !w.slotsAgree() {
 		return wait(TierStability, "waiting for nodes to agree on assigned slots", FormatRanges(un)), true
@@ -528,11 +617,13 @@ func (w *world) joinTier(n *node) Tier {
 	return TierStability
 }
 
-// joins walks each Joining node through meet, replicate and activation. A
+// joins walks every Joining node through meet, replicate and activation,
+// all joining nodes in one wave (each action touches its own node only). A
 // join that cannot progress (pod pending, gossip or sync under way) holds
 // nothing else up: cleanup may be what removes a node that will never be
 // scheduled, and settled reports it when nothing else is left to do.
-func (w *world) joins() (Action, bool) {
+func (w *world) joins() ([]Action, bool) {
+	var out []Action
 	for _, n := range w.nodes {
 		if !n.joining() || !n.live() {
 			continue
@@ -540,31 +631,32 @@ func (w *world) joins() (Action, bool) {
 		tier := w.joinTier(n)
 		if !w.met(n) {
 			if seed := w.seedFor(n); seed != nil && !connected(n, seed) {
-				return meet(tier, n, seed), true
+				out = append(out, meet(tier, n, seed))
 			}
 			continue
 		}
 		p := w.designated(n.ShardIndex)
 		switch {
 		case p == n:
-			return markActive(tier, n), true
+			out = append(out, markActive(tier, n))
 		case p == nil || n.selfSlots() > 0 || !w.healthy(p):
 			continue
 		case n.isReplicaOf(p.id):
 			if n.View.LinkUp && n.View.SyncDone {
-				return markActive(tier, n), true
+				out = append(out, markActive(tier, n))
 			}
 		default:
-			return replicate(tier, n, p), true
+			out = append(out, replicate(tier, n, p))
 		}
 	}
-	return Action{}, false
+	return out, len(out) > 0
 }
 
 // replicaCounts reattaches stray replicas and tops every slot-holding shard
-// up to replicasPerShard, the emptiest shard first (§2.1 1.3).
-func (w *world) replicaCounts() (Action, bool) {
-	best, bestReps := -1, 0
+// up to replicasPerShard, every shard in one wave (§2.1 1.3). Reattaching
+// comes first: a stray is a member the shard already counts.
+func (w *world) replicaCounts() ([]Action, bool) {
+	var attach, creates []Action
 	for _, idx := range w.liveShards() {
 		p := w.designated(idx)
 		if p == nil || p.selfSlots() == 0 {
@@ -575,17 +667,16 @@ func (w *world) replicaCounts() (Action, bool) {
 			if n == p || n.joining() || !n.live() || !w.met(n) || n.isReplicaOf(p.id) || n.selfSlots() > 0 || !w.healthy(p) {
 				continue
 			}
-			return replicate(TierStability, n, p), true
+			attach = append(attach, replicate(TierStability, n, p))
 		}
-		reps := len(members) - 1
-		if reps < w.in.ReplicasPerShard && (best < 0 || reps < bestReps) {
-			best, bestReps = idx, reps
+		for reps := len(members) - 1; reps < w.in.ReplicasPerShard; reps++ {
+			creates = append(creates, createNode(TierStability, idx, JoinReplica, "restoring replica count"))
 		}
 	}
-	if best >= 0 {
-		return createNode(TierStability, best, JoinReplica, "restoring replica count"), true
+	if len(attach) > 0 {
+		return attach, true
 	}
-	return Action{}, false
+	return creates, len(creates) > 0
 }
 
 // migrations resumes or waits for slot migrations already under way.
@@ -755,10 +846,14 @@ func firstRun(m map[int]string) (SlotRange, string) {
 }
 
 func (w *world) migrate(from, to *node, r SlotRange, method MigrationMethod, reason string) Action {
+	return w.migrateRanges(from, to, []SlotRange{r}, method, reason)
+}
+
+func (w *world) migrateRanges(from, to *node, rs []SlotRange, method MigrationMethod, reason string) Action {
 	return Action{Kind: KindMigrateSlots, Tier: TierTopology, Reason: reason,
-		Detail: fmt.Sprintf("%s -> %s slots %s by %s", from.Name, to.Name, r, method.Command()),
+		Detail: fmt.Sprintf("%s -> %s slots %s by %s", from.Name, to.Name, FormatRanges(rs), method.Command()),
 		MigrateSlots: &MigrateSlots{From: from.Name, FromID: from.id, To: to.Name, ToID: to.id,
-			ToIP: to.Pod.IP, Slots: r, Method: method}}
+			ToIP: to.Pod.IP, Slots: rs, Method: method}}
 }
 
 // departures finishes nodes marked Leaving: hand the primary role away if
@@ -835,9 +930,11 @@ func (w *world) retireDrained() (Action, bool) {
 	return Action{}, false
 }
 
-// moves migrates one batch of slots towards the even distribution over the
-// desired number of shards; on scale-in this drains the smallest shard.
-func (w *world) moves() (Action, bool) {
+// moves migrates slots towards the even distribution over the desired
+// number of shards; on scale-in this drains the smallest shard first. On
+// Valkey >= 9 one wave starts every source's whole share at once, one
+// CLUSTER MIGRATESLOTS per source; the classic path moves one batch.
+func (w *world) moves() ([]Action, bool) {
 	R := w.in.ReplicasPerShard
 	counts := map[int]int{}
 	primaries := map[int]*node{}
@@ -862,33 +959,42 @@ func (w *world) moves() (Action, bool) {
 				(counts[idx] > 0 || len(members) >= 1+R),
 		})
 	}
-	mv, ok := NextMove(list, w.batch)
-	if !ok {
-		return Action{}, false
+	const reason = "moving slots towards even distribution"
+	if !w.in.AtomicMigration {
+		mv, ok := NextMove(list, w.batch)
+		if !ok {
+			return nil, false
+		}
+		return []Action{w.migrate(primaries[mv.From], primaries[mv.To], mv.Slots, MigrationClassic, reason)}, true
 	}
-	method := MigrationClassic
-	if w.in.AtomicMigration {
-		method = MigrationAtomic
+	var out []Action
+	for _, t := range PlanTransfers(list) {
+		out = append(out, w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, MigrationAtomic, reason))
 	}
-	return w.migrate(primaries[mv.From], primaries[mv.To], mv.Slots, method, "moving slots towards even distribution"), true
+	return out, len(out) > 0
 }
 
-// addShards creates the nodes of new shards, one node per tick, each shard
-// complete before the next is started.
-func (w *world) addShards() (Action, bool) {
+// addShards creates every missing node of every new shard in one wave.
+func (w *world) addShards() ([]Action, bool) {
 	shards := w.liveShards()
 	if len(shards) > w.in.Shards {
-		return Action{}, false
+		return nil, false
 	}
+	var out []Action
 	for _, idx := range shards {
-		if w.slotsOf(idx) == 0 && len(w.shardMembers(idx)) < 1+w.in.ReplicasPerShard {
-			return createNode(TierTopology, idx, JoinShard, "adding shard"), true
+		if w.slotsOf(idx) > 0 {
+			continue
+		}
+		for c := len(w.shardMembers(idx)); c < 1+w.in.ReplicasPerShard; c++ {
+			out = append(out, createNode(TierTopology, idx, JoinShard, "adding shard"))
 		}
 	}
-	if len(shards) < w.in.Shards {
-		return createNode(TierTopology, w.freeIndex(), JoinShard, "adding shard"), true
+	for _, idx := range w.freeIndices(w.in.Shards - len(shards)) {
+		for range 1 + w.in.ReplicasPerShard {
+			out = append(out, createNode(TierTopology, idx, JoinShard, "adding shard"))
+		}
 	}
-	return Action{}, false
+	return out, len(out) > 0
 }
 
 // roll replaces outdated nodes, one shard at a time in index order (§6.2):
@@ -998,6 +1104,8 @@ func (w *world) settled() (Action, bool) {
 		switch {
 		case n.dead():
 			return wait(w.departureTier(n), "waiting for dead node to be removed", n.Name), true
+		case n.Pod.Phase == PodStopping:
+			return waitForPod(TierStability, n), true
 		case !n.live():
 			return waitForPod(w.lifecycleTier(n), n), true
 		case n.joining() || n.leaving():
@@ -1027,7 +1135,11 @@ func (w *world) settled() (Action, bool) {
 		}
 	}
 	if ok, why := w.formed(); !ok {
-		return wait(TierSteady, "waiting for the cluster to agree", why), true
+		// Nodes that do not yet agree on the slot map (gossip after a move,
+		// a failover, a join) answer some clients CLUSTERDOWN or a stale
+		// MOVED: the change is not over, so the state says Updating rather
+		// than Active.
+		return wait(TierTopology, "waiting for the cluster to agree", why), true
 	}
 	return done("cluster converged"), true
 }

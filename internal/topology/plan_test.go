@@ -122,14 +122,15 @@ func TestBootstrapSteps(t *testing.T) {
 		members func() []Member
 		want    string
 	}{
-		{"first node goes to shard 0", func() []Member { return nil },
-			`CreateNode shard=0 join="" (creating node: 1 of 4)`},
+		{"every node is created in one wave, shards in turn", func() []Member { return nil },
+			`CreateNode shard=0 join="" (creating node: 1 of 4); CreateNode shard=1 join="" (creating node: 2 of 4); ` +
+				`CreateNode shard=0 join="" (creating node: 3 of 4); CreateNode shard=1 join="" (creating node: 4 of 4)`},
 		{"next node spreads to shard 1", func() []Member {
 			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, phase: PodPending})
-		}, `CreateNode shard=1 join="" (creating node: 2 of 4)`},
+		}, `CreateNode shard=1 join="" (creating node: 2 of 4); CreateNode shard=0 join="" (creating node: 3 of 4); CreateNode shard=1 join="" (creating node: 4 of 4)`},
 		{"third node back to shard 0", func() []Member {
 			return mesh(joining("n1", 0), joining("n2", 1))
-		}, `CreateNode shard=0 join="" (creating node: 3 of 4)`},
+		}, `CreateNode shard=0 join="" (creating node: 3 of 4); CreateNode shard=1 join="" (creating node: 4 of 4)`},
 		{"a replica is not over-created", func() []Member {
 			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0))
 		}, `CreateNode shard=1 join="" (creating node: 4 of 4)`},
@@ -161,9 +162,9 @@ func TestBootstrapSteps(t *testing.T) {
 			member(ms, "n2").View.SlotsAssigned = 5
 			return ms
 		}, `Wait (waiting for nodes to agree on assigned slots)`},
-		{"first shard gets its contiguous range", func() []Member {
+		{"every shard gets its contiguous range in one wave", func() []Member {
 			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
-		}, `AddSlots node=n1 slots=0-8191 (assigning slots: shard 0)`},
+		}, `AddSlots node=n1 slots=0-8191 (assigning slots: shard 0); AddSlots node=n2 slots=8192-16383 (assigning slots: shard 1)`},
 		{"then the next shard", func() []Member {
 			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
 				joining("n2", 1), joining("n3", 0), joining("n4", 1))
@@ -172,13 +173,13 @@ func TestBootstrapSteps(t *testing.T) {
 			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
 				nd{name: "n2", shard: 1, life: LifecycleJoining, slots: rs(8192, 16383)},
 				joining("n3", 0), joining("n4", 1))
-		}, `Replicate node=n3 primary=n1(id-n1) (attaching replica: n3 follows n1)`},
+		}, `Replicate node=n3 primary=n1(id-n1) (attaching replica: n3 follows n1); Replicate node=n4 primary=n2(id-n2) (attaching replica: n4 follows n2)`},
 		{"nodes flip to Active", func() []Member {
 			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
 				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
 				nd{name: "n3", shard: 0, role: RoleReplica, primary: "n1"},
 				nd{name: "n4", shard: 1, life: LifecycleJoining, role: RoleReplica, primary: "n2"})
-		}, `MarkActive node=n1 (` + ReasonCompletedJoin + `: n1)`},
+		}, `MarkActive node=n1 (` + ReasonCompletedJoin + `: n1); MarkActive node=n4 (` + ReasonCompletedJoin + `: n4)`},
 		{"replica waits for initial sync", func() []Member {
 			ms := mesh(nd{name: "n1", shard: 0, slots: rs(0, 8191)},
 				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
@@ -301,16 +302,31 @@ func TestSteadyDecisions(t *testing.T) {
 			member(ms, "n3").View.AtomicMigrationInFlight = true
 			return ms
 		}, true, "Wait (slot migration in progress: n3)"},
-		{"scale out starts a new shard", 4, formed3, true,
-			`CreateNode shard=3 join="shard" (adding shard: shard 3)`},
-		{"scale in drains the smallest shard (ties: highest index) into the largest deficit", 2, formed3, true,
-			"MigrateSlots n3->n2 slots=16320-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by CLUSTER MIGRATESLOTS)"},
+		{"scale out creates every node of the new shard at once", 4, formed3, true,
+			`CreateNode shard=3 join="shard" (adding shard: shard 3); CreateNode shard=3 join="shard" (adding shard: shard 3)`},
+		{"scale in drains the smallest shard (ties: highest index), its whole share to the largest deficit", 2, formed3, true,
+			"MigrateSlots n3->n2 slots=13653-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS)"},
+		{"classic scale in moves one batch", 2, formed3, false,
+			"MigrateSlots n3->n2 slots=16320-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by SETSLOT and MIGRATE)"},
+		{"atomic scale out: every source gives its share to the new shard at once", 4, func() []Member {
+			return mesh(
+				nd{name: "n1", shard: 0, slots: rs(0, 5461)},
+				nd{name: "n2", shard: 1, slots: rs(5462, 10922)},
+				nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
+				nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+				nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+				nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"},
+				nd{name: "n7", shard: 3},
+				nd{name: "n8", shard: 3, role: RoleReplica, primary: "n7"})
+		}, true, "MigrateSlots n1->n7 slots=4096-5461 method=atomic (moving slots towards even distribution: n1 -> n7 slots 4096-5461 by CLUSTER MIGRATESLOTS); " +
+			"MigrateSlots n2->n7 slots=9558-10922 method=atomic (moving slots towards even distribution: n2 -> n7 slots 9558-10922 by CLUSTER MIGRATESLOTS); " +
+			"MigrateSlots n3->n7 slots=15019-16383 method=atomic (moving slots towards even distribution: n3 -> n7 slots 15019-16383 by CLUSTER MIGRATESLOTS)"},
 		{"a move whose last atomic attempt failed is a retry that says why", 2, func() []Member {
 			ms := formed3()
 			member(ms, "n3").View.AtomicMigrationFailure = "n3 export of slots [16320-16383] failed: Connection lost to target"
 			return ms
-		}, true, "MigrateSlots n3->n2 slots=16320-16383 method=atomic (" + ReasonRetryMigration +
-			": n3 -> n2 slots 16320-16383 by CLUSTER MIGRATESLOTS; last attempt: n3 export of slots [16320-16383] failed: Connection lost to target)"},
+		}, true, "MigrateSlots n3->n2 slots=13653-16383 method=atomic (" + ReasonRetryMigration +
+			": n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS; last attempt: n3 export of slots [16320-16383] failed: Connection lost to target)"},
 		{"drained shard is retired, replica first", 2, func() []Member {
 			return mesh(
 				nd{name: "n1", shard: 0, slots: rs(0, 8191)},
@@ -524,7 +540,7 @@ func TestPlanDoesNotMutateInput(t *testing.T) {
 }
 
 func TestInvalidShape(t *testing.T) {
-	if a := Plan(Input{Shards: 0}); a.Kind != KindWait {
+	if a := Plan(Input{Shards: 0}).Lead(); a.Kind != KindWait {
 		t.Fatalf("got %v", a)
 	}
 }

@@ -27,7 +27,14 @@ type simProc struct {
 	syncTicks int
 	knows     map[string]bool
 	banned    map[string]bool
+	// stalled: the process is paused (SIGSTOP, a long fork): it keeps its
+	// data and its pod runs, but it answers nobody, so its peers flag it
+	// failed and Valkey may promote its replica.
+	stalled bool
 }
+
+// healthy: the process runs and answers.
+func (p *simProc) healthy() bool { return p.alive && !p.stalled }
 
 func (p *simProc) synced() bool { return p.role == RoleReplica && p.syncTicks >= 2 }
 
@@ -50,12 +57,17 @@ type sim struct {
 	takeovers       int
 	pendingFailover map[string]int
 	trace           []string
-	rng             *rand.Rand
+	// silent are the nodes the operator cannot reach this tick although
+	// the cluster sees them fine (a partial view).
+	silent map[string]bool
+	// waves counts the waves that acted (neither Wait nor Done).
+	waves int
+	rng   *rand.Rand
 }
 
 func newSim(t testing.TB, shards, replicas int) *sim {
 	return &sim{t: t, shards: shards, replicas: replicas, creating: true, batch: 64,
-		failovers: map[int]int{}, pendingFailover: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
+		failovers: map[int]int{}, pendingFailover: map[string]int{}, silent: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 2))}
 }
 
 func (s *sim) byName(name string) *simProc {
@@ -104,7 +116,7 @@ func (s *sim) quorum() bool {
 	hs := s.holders()
 	ok := 0
 	for _, id := range hs {
-		if p := s.byID(id); p != nil && p.alive {
+		if p := s.byID(id); p != nil && p.healthy() {
 			ok++
 		}
 	}
@@ -144,7 +156,7 @@ func (s *sim) view(p *simProc, owned map[string][]SlotRange, quorum bool) *View 
 		if q.role == RolePrimary {
 			peer.Slots = owned[id]
 		}
-		if !q.alive {
+		if !q.healthy() {
 			peer.Fail, peer.PFail = quorum, !quorum
 		}
 		v.Peers = append(v.Peers, peer)
@@ -160,7 +172,7 @@ func (s *sim) view(p *simProc, owned map[string][]SlotRange, quorum bool) *View 
 	}
 	v.ClusterOK = okAll && v.SlotsAssigned == TotalSlots
 	if p.role == RoleReplica {
-		if q := s.byID(p.primary); q != nil && q.alive {
+		if q := s.byID(p.primary); q != nil && q.healthy() {
 			v.LinkUp = true
 			v.SyncDone = p.synced()
 		}
@@ -177,7 +189,7 @@ func (s *sim) input() Input {
 		m := Member{Name: p.name, ShardIndex: p.shard, Lifecycle: p.lifecycle, JoinType: p.join,
 			Outdated: p.version != s.version, NodeID: p.id,
 			Pod: Pod{Phase: p.phase, IP: p.ip, Unschedulable: p.unsched}}
-		if p.alive && p.phase == PodRunning {
+		if p.healthy() && p.phase == PodRunning && !s.silent[p.name] {
 			m.View = s.view(p, owned, quorum)
 		}
 		in.Members = append(in.Members, m)
@@ -201,6 +213,9 @@ func (s *sim) alive(name string) *simProc {
 	p := s.byName(name)
 	if !p.alive || p.phase != PodRunning {
 		s.fatalf("action on %s, which is not running", name)
+	}
+	if p.stalled || s.silent[name] {
+		s.fatalf("action on %s, which the operator cannot reach", name)
 	}
 	return p
 }
@@ -245,8 +260,11 @@ func (s *sim) apply(a Action) {
 	case KindForget:
 		id := a.Forget.NodeID
 		var want []string
+		if q := s.byID(id); q != nil && q.alive && q.phase == PodRunning && q.lifecycle != LifecycleLeaving {
+			s.fatalf("forgetting %s, whose pod still runs and which was not retired", q.name)
+		}
 		for _, p := range s.members() {
-			if p.alive && p.phase == PodRunning && p.id != id && !(p.role == RoleReplica && p.primary == id) {
+			if p.healthy() && !s.silent[p.name] && p.phase == PodRunning && p.id != id && !(p.role == RoleReplica && p.primary == id) {
 				want = append(want, p.name)
 			}
 		}
@@ -324,14 +342,16 @@ func (s *sim) apply(a Action) {
 		if m.Method != wantMethod {
 			s.fatalf("method %s, want %s", m.Method, wantMethod)
 		}
-		if m.Slots.Count() > s.batch {
-			s.fatalf("batch of %d slots exceeds %d", m.Slots.Count(), s.batch)
+		if m.Method == MigrationClassic && CountSlots(m.Slots) > s.batch {
+			s.fatalf("batch of %d slots exceeds %d", CountSlots(m.Slots), s.batch)
 		}
-		for slot := m.Slots.Start; slot <= m.Slots.End; slot++ {
-			if s.owner[slot] != from.id {
-				s.fatalf("migrating slot %d not owned by %s", slot, from.name)
+		for _, r := range m.Slots {
+			for slot := r.Start; slot <= r.End; slot++ {
+				if s.owner[slot] != from.id {
+					s.fatalf("migrating slot %d not owned by %s", slot, from.name)
+				}
+				s.owner[slot] = to.id
 			}
-			s.owner[slot] = to.id
 		}
 	case KindWait:
 	default:
@@ -365,7 +385,7 @@ func (s *sim) settle() {
 			p.ip = fmt.Sprintf("10.0.%d.%d", s.seqOf(p)/250, s.seqOf(p)%250+1)
 			p.id = fmt.Sprintf("%040x", s.seqOf(p)*7919)
 		}
-		if p.alive && p.role == RoleReplica && s.byID(p.primary).alive {
+		if p.healthy() && p.role == RoleReplica && s.byID(p.primary).healthy() {
 			p.syncTicks++
 		}
 	}
@@ -378,12 +398,12 @@ func (s *sim) settle() {
 		}
 	}
 	for _, p := range s.procs {
-		if !p.alive {
+		if !p.healthy() {
 			continue
 		}
 		for _, id := range snapshot[p] {
 			q := s.byID(id)
-			if !q.alive {
+			if !q.healthy() {
 				continue
 			}
 			if !q.banned[p.id] {
@@ -400,13 +420,13 @@ func (s *sim) settle() {
 	// tick later, but only while a majority of primaries is healthy.
 	for _, id := range s.holders() {
 		old := s.byID(id)
-		if old.alive || !s.quorum() {
+		if old.healthy() || !s.quorum() {
 			delete(s.pendingFailover, id)
 			continue
 		}
 		var r *simProc
 		for _, q := range s.procs {
-			if q.alive && q.role == RoleReplica && q.primary == id {
+			if q.healthy() && q.role == RoleReplica && q.primary == id {
 				r = q
 				break
 			}
@@ -433,32 +453,75 @@ func (s *sim) kill(name string) {
 	p.alive, p.phase = false, PodGone
 }
 
-// step runs one tick: plan, check the planner is deterministic and
-// independent of member order, apply, settle.
-func (s *sim) step() Action { return s.stepChecked(nil) }
+// step runs one tick: plan a wave, check the planner is deterministic and
+// independent of member order, apply every action of the wave, settle.
+func (s *sim) step() Wave { return s.stepChecked(nil) }
 
-func (s *sim) stepChecked(check func(a Action)) Action {
+func (s *sim) stepChecked(check func(a Action)) Wave {
 	s.t.Helper()
 	in := s.input()
-	a := Plan(in)
+	wv := Plan(in)
 	shuffled := in
 	shuffled.Members = slices.Clone(in.Members)
 	s.rng.Shuffle(len(shuffled.Members), func(i, j int) {
 		shuffled.Members[i], shuffled.Members[j] = shuffled.Members[j], shuffled.Members[i]
 	})
-	if b := Plan(shuffled); b.String() != a.String() {
-		s.fatalf("plan depends on member order: %v vs %v", a, b)
+	if b := Plan(shuffled); b.String() != wv.String() {
+		s.fatalf("plan depends on member order: %v vs %v", wv, b)
 	}
-	if check != nil {
-		check(a)
+	s.checkWave(wv)
+	for _, a := range wv.Actions {
+		if check != nil {
+			check(a)
+		}
+		s.trace = append(s.trace, a.String())
 	}
-	s.trace = append(s.trace, a.String())
-	if a.Kind == KindDone {
-		return a
+	if wv.Done() {
+		return wv
 	}
-	s.apply(a)
+	s.waves++
+	for _, a := range wv.Actions {
+		s.apply(a)
+	}
 	s.settle()
-	return a
+	return wv
+}
+
+// checkWave enforces the wave contract: Waits and Done stand alone; no
+// two actions touch one slot; at most one failover, and never with another
+// action on that shard's roles.
+func (s *sim) checkWave(wv Wave) {
+	s.t.Helper()
+	if len(wv.Actions) == 0 {
+		s.fatalf("empty wave")
+	}
+	slots := map[int]bool{}
+	failovers := 0
+	for _, a := range wv.Actions {
+		if (a.Kind == KindWait || a.Kind == KindDone) && len(wv.Actions) > 1 {
+			s.fatalf("%s inside a wave of %d: %v", a.Kind, len(wv.Actions), wv)
+		}
+		var rs []SlotRange
+		switch a.Kind {
+		case KindMigrateSlots:
+			rs = a.MigrateSlots.Slots
+		case KindAddSlots:
+			rs = a.AddSlots.Ranges
+		case KindFailover:
+			failovers++
+		}
+		for _, r := range rs {
+			for slot := r.Start; slot <= r.End; slot++ {
+				if slots[slot] {
+					s.fatalf("slot %d touched twice in one wave: %v", slot, wv)
+				}
+				slots[slot] = true
+			}
+		}
+	}
+	if failovers > 0 && len(wv.Actions) > 1 {
+		s.fatalf("failover in a wave with other actions: %v", wv)
+	}
 }
 
 // run loops the planner until Done, calling check before each action is
@@ -467,15 +530,15 @@ func (s *sim) run(maxSteps int, check func(a Action)) int {
 	s.t.Helper()
 	waits := 0
 	for i := 1; i <= maxSteps; i++ {
-		a := s.stepChecked(check)
-		if a.Kind == KindDone {
+		wv := s.stepChecked(check)
+		if wv.Done() {
 			s.creating = false
 			return i
 		}
-		if a.Kind == KindWait {
+		if !wv.Acts() {
 			waits++
 			if waits > 25 {
-				s.fatalf("stuck waiting: %v", a)
+				s.fatalf("stuck waiting: %v", wv)
 			}
 		} else {
 			waits = 0

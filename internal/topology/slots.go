@@ -219,3 +219,71 @@ func sortedKeys[V any](m map[int]V) []int {
 	slices.Sort(keys)
 	return keys
 }
+
+// Transfer is everything one source gives one target in a wave.
+type Transfer struct {
+	From  int
+	To    int
+	Slots []SlotRange
+}
+
+// PlanTransfers plans a whole rebalance as NextMove would walk it with no
+// batch limit, one transfer per source: a source that would next give to a
+// second target keeps that for a later wave, so each source runs a single
+// migration at a time. No slot appears in two transfers. Sources are in key
+// order.
+func PlanTransfers(shards []ShardSlots) []Transfer {
+	work := make([]ShardSlots, len(shards))
+	for i, s := range shards {
+		work[i] = s
+		work[i].Slots = NormalizeRanges(s.Slots)
+	}
+	byKey := map[int]*ShardSlots{}
+	for i := range work {
+		byKey[work[i].Key] = &work[i]
+	}
+	plan := map[int]*Transfer{}
+	for {
+		mv, ok := NextMove(work, TotalSlots)
+		if !ok {
+			break
+		}
+		src, dst := byKey[mv.From], byKey[mv.To]
+		if t := plan[mv.From]; t != nil && t.To != mv.To {
+			// Its next share goes elsewhere: not in this wave. Pinning its
+			// target to what it holds takes it out of the walk.
+			src.Target = CountSlots(src.Slots)
+			continue
+		}
+		if plan[mv.From] == nil {
+			plan[mv.From] = &Transfer{From: mv.From, To: mv.To}
+		}
+		t := plan[mv.From]
+		t.Slots = NormalizeRanges(append(t.Slots, mv.Slots))
+		src.Slots = removeRange(src.Slots, mv.Slots)
+		dst.Slots = NormalizeRanges(append(dst.Slots, mv.Slots))
+	}
+	out := make([]Transfer, 0, len(plan))
+	for _, k := range sortedKeys(plan) {
+		out = append(out, *plan[k])
+	}
+	return out
+}
+
+// removeRange is rs without the slots of r.
+func removeRange(rs []SlotRange, r SlotRange) []SlotRange {
+	var out []SlotRange
+	for _, x := range rs {
+		if x.End < r.Start || x.Start > r.End {
+			out = append(out, x)
+			continue
+		}
+		if x.Start < r.Start {
+			out = append(out, SlotRange{Start: x.Start, End: r.Start - 1})
+		}
+		if x.End > r.End {
+			out = append(out, SlotRange{Start: r.End + 1, End: x.End})
+		}
+	}
+	return out
+}

@@ -3,7 +3,8 @@ package topology
 import "testing"
 
 // A replica's place in the shape is not the same as holding the data: the
-// planner does not report convergence while one is still loading.
+// planner does not report convergence while one is still loading, and does
+// not promote a replica over a primary whose process is still stopping.
 func TestReplicaSyncGuards(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -20,13 +21,39 @@ func TestReplicaSyncGuards(t *testing.T) {
 			member(ms, "n6").View.LinkUp = false
 			return ms
 		}, "Wait (" + ReasonReplicaSyncing + ": n6)"},
+		{"no takeover while the lost primary's process still runs", func() []Member {
+			ms := formed2()
+			member(ms, "n1").Pod.Phase, member(ms, "n1").View = PodStopping, nil
+			return ms
+		}, "Wait (" + ReasonPodStopping + ": n1)"},
+		{"takeover once it has exited", func() []Member {
+			ms := formed2()
+			kill(ms, "n1", false)
+			return ms
+		}, "Failover node=n3 mode=takeover (" + ReasonTakeover + ": n3 replaces n1)"},
+		{"a stopping replica is a degraded shard, not a converged one", func() []Member {
+			ms := formed3()
+			member(ms, "n5").Pod.Phase, member(ms, "n5").View = PodStopping, nil
+			return ms
+		}, "Wait (" + ReasonPodStopping + ": n5)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := Plan(Input{Shards: 3, ReplicasPerShard: 1, Members: tt.members()})
+			ms := tt.members()
+			a := Plan(Input{Shards: len(ms) / 2, ReplicasPerShard: 1, Members: ms})
 			if a.String() != tt.want {
 				t.Fatalf("got  %s\nwant %s", a, tt.want)
 			}
 		})
 	}
+}
+
+// formed2 is a converged 2x1 cluster: losing a primary loses the quorum.
+func formed2() []Member {
+	return mesh(
+		nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+		nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+		nd{name: "n3", shard: 0, role: RoleReplica, primary: "n1"},
+		nd{name: "n4", shard: 1, role: RoleReplica, primary: "n2"},
+	)
 }

@@ -41,7 +41,14 @@ const (
 	PodPending PodPhase = "Pending"
 	// PodRunning: the container runs and the pod has an IP.
 	PodRunning PodPhase = "Running"
-	// PodGone: the pod terminated (Failed or Succeeded) or is being deleted.
+	// PodStopping: the pod is being deleted but its process may still run
+	// (SIGTERM sent, grace period not over). It is neither live nor dead: a
+	// primary's replica is not promoted over a process that still serves
+	// writes, which would lose the writes it acknowledges until it exits.
+	// Valkey's own shutdown waits for its replicas to catch up first.
+	PodStopping PodPhase = "Stopping"
+	// PodGone: the pod terminated (Failed or Succeeded), or is being
+	// deleted and no longer runs.
 	PodGone PodPhase = "Gone"
 )
 

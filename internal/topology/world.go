@@ -242,16 +242,21 @@ func (w *world) liveShards() []int {
 }
 
 // freeIndex is the lowest shard index no member uses.
-func (w *world) freeIndex() int {
+func (w *world) freeIndex() int { return w.freeIndices(1)[0] }
+
+// freeIndices are the k lowest shard indices no member uses.
+func (w *world) freeIndices(k int) []int {
 	used := map[int]bool{}
 	for _, n := range w.nodes {
 		used[n.ShardIndex] = true
 	}
-	i := 0
-	for used[i] {
-		i++
+	var out []int
+	for i := 0; len(out) < k; i++ {
+		if !used[i] {
+			out = append(out, i)
+		}
 	}
-	return i
+	return out
 }
 
 // core are the nodes whose views must agree: live and not leaving.
@@ -288,7 +293,7 @@ func connected(n, seed *node) bool {
 }
 
 // seedFor picks the core node that knows the most peers, preferring Active
-// ones, to introduce n to the cluster.
+// ones, to introduce n to the cluster; n == nil picks the cluster's seed.
 func (w *world) seedFor(n *node) *node {
 	var best *node
 	for _, o := range w.core() {
@@ -363,6 +368,13 @@ func (w *world) designated(idx int) *node {
 	}
 	if best != nil {
 		return best
+	}
+	// Choosing among empty primaries on a partial view could pick another
+	// node than last tick, and a wave acts on every joining node at once:
+	// two nodes of the shard would be made its primary. Wait for the
+	// silent one instead.
+	if w.unknownIn(idx) != nil {
+		return nil
 	}
 	for _, n := range cands {
 		if !w.met(n) {

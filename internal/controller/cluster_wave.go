@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlrt "sigs.k8s.io/controller-runtime"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+	"github.com/gomomento/valkey-operator/internal/topology"
+)
+
+// cacheWait bounds how long a created node may take to appear in the
+// operator's cache before the wave reports it as failed.
+const cacheWait = 10 * time.Second
+
+// actWave runs every action of a wave, at most Options.WaveConcurrency at
+// once, and waits for all of them: the actions are independent, so one
+// failing never stops the others. Each failure is counted, reported as a
+// Warning Event and in Progressing; the joined error makes the reconcile
+// back off.
+func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyCluster, rc render.Cluster, res *resolve.Result, o *observed, conn *connector, wave topology.Wave) error {
+	errs := make([]error, len(wave.Actions))
+	limit := max(r.Options.WaveConcurrency, 1)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, a := range wave.Actions {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = r.act(ctx, vc, rc, res, o, conn, a)
+		}()
+	}
+	wg.Wait()
+	var failed []error
+	for i, a := range wave.Actions {
+		err := errs[i]
+		actionsTotal.WithLabelValues(vc.Namespace, vc.Name, string(a.Kind), resultLabel(err)).Inc()
+		if err == nil {
+			continue
+		}
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(a.Kind), "%s", truncate(err.Error(), 1000))
+		failed = append(failed, fmt.Errorf("%s: %w", a.String(), err))
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	first := wave.Actions[0]
+	for i := range wave.Actions {
+		if errs[i] != nil {
+			first = wave.Actions[i]
+			break
+		}
+	}
+	msg := fmt.Sprintf("%d of %d actions failed; %s failed: %v", len(failed), len(wave.Actions), first.Kind, failed[0])
+	setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, truncate(msg, 2000))
+	return errors.Join(failed...)
+}
+
+// afterWave is how soon to look again after a wave that succeeded.
+func afterWave(wave topology.Wave) ctrlrt.Result {
+	after := afterAction
+	for _, a := range wave.Actions {
+		switch {
+		case a.Reason == topology.ReasonRetryMigration:
+			// Whatever failed it (the target's ACL, a lost link) rarely
+			// clears within a tick; retrying at once only floods the Events.
+			after = max(after, afterFailedMigration)
+		case a.Kind == topology.KindFailover:
+			// Roles flip only once the replica has caught up and won its
+			// election; until then the planner holds (FailoverGrace), so
+			// look again when the flip is likely done.
+			after = max(after, afterFailover)
+		}
+	}
+	return ctrlrt.Result{RequeueAfter: after}
+}
