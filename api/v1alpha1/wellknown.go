@@ -27,6 +27,10 @@ const (
 	// while the roles flip, even across an operator restart.
 	AnnotationFailoverRequested = "valkey.gomomento.com/failover-requested-at"
 
+	// AnnotationPaused set to "true" on a ValkeyCluster holds every action
+	// of its planner (status, TLS and ACL reloads keep running).
+	AnnotationPaused = "valkey.gomomento.com/paused"
+
 	// ReservedPrefix is refused in spec.podAnnotations.
 	ReservedPrefix = "valkey.gomomento.com/"
 

@@ -226,6 +226,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	sort.Strings(names)
 	applySummary(vc, topology.Summarize(in), names)
 	applyPlan(vc, lead, topology.DecideState(creating, lead))
+	if r.applyPause(ctx, vc, wave) {
+		return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+	}
 
 	if !wave.Acts() {
 		if creating && wave.Done() {

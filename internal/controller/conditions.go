@@ -22,6 +22,9 @@ const (
 	CondCertificatesServed = "CertificatesServed"
 	// CondACLApplied reports whether every node loaded the rendered ACL file.
 	CondACLApplied = "ACLApplied"
+	// CondPaused is True while the paused annotation holds the planner's
+	// actions.
+	CondPaused = "Paused"
 )
 
 // Reasons used with the conditions above and as Event reasons.
@@ -44,6 +47,12 @@ const (
 	ReasonReloadFailed       = "ReloadFailed"
 	// ReasonStateChanged is the Event reason of a status.state transition.
 	ReasonStateChanged = "StateChanged"
+	// ReasonPaused and ReasonResumed: the paused annotation was set or
+	// removed (Paused condition and Events).
+	ReasonPaused  = "Paused"
+	ReasonResumed = "Resumed"
+	// ReasonNotPaused: the Paused condition when the annotation is absent.
+	ReasonNotPaused = "NotPaused"
 )
 
 // Reasons of the Progressing and Degraded conditions when the cluster waits
