@@ -57,7 +57,7 @@ type ClusterReconciler struct {
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -192,11 +192,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if err := r.ensureACLSecret(ctx, rc, users, passwords, o.minVersion(res.Version)); err != nil {
 		return ctrlrt.Result{}, err
 	}
-	shardsInUse := map[int32]bool{}
-	for _, n := range o.nodes {
-		shardsInUse[n.Spec.ShardIndex] = true
-	}
-	if err := r.ensurePDBs(ctx, rc, shardsInUse); err != nil {
+	if err := r.ensurePDBs(ctx, rc, shardPods(vc, o)); err != nil {
 		return ctrlrt.Result{}, err
 	}
 	if err := r.recordNodeStatus(ctx, o); err != nil {

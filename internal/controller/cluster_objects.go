@@ -105,34 +105,67 @@ func (r *ClusterReconciler) ensureSecretData(ctx context.Context, want *corev1.S
 	return nil
 }
 
-// ensurePDBs keeps one PodDisruptionBudget per shard index in use and
-// removes those of shards that are gone.
-func (r *ClusterReconciler) ensurePDBs(ctx context.Context, rc render.Cluster, shards map[int32]bool) error {
+// ensurePDBs keeps one PodDisruptionBudget per shard index in use, sized
+// for its pods, and removes those of shards that are gone.
+func (r *ClusterReconciler) ensurePDBs(ctx context.Context, rc render.Cluster, pods map[int32]int) error {
 	var list policyv1.PodDisruptionBudgetList
 	if err := r.List(ctx, &list, client.InNamespace(rc.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: rc.Cluster.Name}); err != nil {
 		return fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
-	have := map[string]bool{}
+	have := map[string]*policyv1.PodDisruptionBudget{}
 	for i := range list.Items {
 		pdb := &list.Items[i]
-		have[pdb.Name] = true
+		have[pdb.Name] = pdb
 		var idx int32
-		if _, err := fmt.Sscan(pdb.Labels[valkeyv1.LabelShardIndex], &idx); err == nil && !shards[idx] {
-			if err := r.Delete(ctx, pdb); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting PodDisruptionBudget %s: %w", pdb.Name, err)
+		if _, err := fmt.Sscan(pdb.Labels[valkeyv1.LabelShardIndex], &idx); err == nil {
+			if _, used := pods[idx]; !used {
+				if err := r.Delete(ctx, pdb); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting PodDisruptionBudget %s: %w", pdb.Name, err)
+				}
 			}
 		}
 	}
-	for idx := range shards {
-		want := rc.PodDisruptionBudget(idx)
-		if have[want.Name] {
+	for idx, n := range pods {
+		want := rc.PodDisruptionBudget(idx, n)
+		got := have[want.Name]
+		if got == nil {
+			if err := createIgnoreExists(ctx, r.Client, want); err != nil {
+				return err
+			}
 			continue
 		}
-		if err := createIgnoreExists(ctx, r.Client, want); err != nil {
-			return err
+		if equality.Semantic.DeepEqual(got.Spec.MinAvailable, want.Spec.MinAvailable) && got.Spec.MaxUnavailable == nil {
+			continue
+		}
+		// Budgets written by an earlier version use maxUnavailable, which
+		// refuses every eviction of these pods.
+		got.Spec.MinAvailable, got.Spec.MaxUnavailable = want.Spec.MinAvailable, nil
+		if err := r.Update(ctx, got); err != nil {
+			return fmt.Errorf("updating PodDisruptionBudget %s: %w", got.Name, err)
 		}
 	}
 	return nil
+}
+
+// shardPods is how many pods each shard index in use should run: its
+// members that are not leaving, and never fewer than the desired shard
+// size, so a shard that lost a pod does not lower its own budget.
+func shardPods(vc *valkeyv1.ValkeyCluster, o *observed) map[int32]int {
+	_, replicas := desiredShape(vc)
+	out := map[int32]int{}
+	for _, n := range o.nodes {
+		idx := n.Spec.ShardIndex
+		if _, ok := out[idx]; !ok {
+			out[idx] = 0
+		}
+		if n.Spec.Lifecycle != valkeyv1.LifecycleLeaving {
+			out[idx]++
+		}
+	}
+	for idx, n := range out {
+		out[idx] = max(n, 1+replicas)
+	}
+	return out
 }
 
 func createIgnoreExists(ctx context.Context, c client.Client, obj client.Object) error {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -73,8 +74,18 @@ func TestNodeTLSSecret(t *testing.T) {
 }
 
 func TestPodDisruptionBudget(t *testing.T) {
-	one := intstr.FromInt32(1)
-	want := &policyv1.PodDisruptionBudget{
+	for _, tt := range []struct{ pods, min int32 }{{1, 0}, {2, 1}, {3, 2}} {
+		t.Run(fmt.Sprint(tt.pods), func(t *testing.T) {
+			min := intstr.FromInt32(tt.min)
+			want := pdbFixture()
+			want.Spec.MinAvailable = &min
+			assertEqual(t, testCluster(false).PodDisruptionBudget(2, int(tt.pods)), want)
+		})
+	}
+}
+
+func pdbFixture() *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "my-cluster-shard-2", Namespace: testNamespace, OwnerReferences: clusterOwner(),
 			Labels: map[string]string{
@@ -84,14 +95,12 @@ func TestPodDisruptionBudget(t *testing.T) {
 			},
 		},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: &one,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
 				"app.kubernetes.io/instance":       testClusterName,
 				"valkey.gomomento.com/shard-index": "2",
 			}},
 		},
 	}
-	assertEqual(t, testCluster(false).PodDisruptionBudget(2), want)
 }
 
 func TestNodeConfigMap(t *testing.T) {

@@ -41,7 +41,8 @@ func createRestrictedNamespace(t testing.TB, name string) {
 
 // checkShardBudgets checks one PodDisruptionBudget per shard, named
 // {cluster}-shard-{n}, letting a drain evict one pod of the shard at a time
-// and selecting exactly that shard's pods.
+// (an integer minAvailable the disruption controller can evaluate) and
+// selecting exactly that shard's pods.
 func checkShardBudgets(t testing.TB, vc *valkeyv1.ValkeyCluster, shards, podsPerShard int) {
 	t.Helper()
 	ctx := context.Background()
@@ -51,9 +52,20 @@ func checkShardBudgets(t testing.TB, vc *valkeyv1.ValkeyCluster, shards, podsPer
 		eventually(t, 30*time.Second, "PodDisruptionBudget "+name, func() error {
 			return k8sClient.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &pdb)
 		})
-		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil {
-			t.Errorf("%s: maxUnavailable %v, minAvailable %v; want maxUnavailable 1", name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
+		if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != podsPerShard-1 || pdb.Spec.MaxUnavailable != nil {
+			t.Errorf("%s: maxUnavailable %v, minAvailable %v; want minAvailable %d", name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable, podsPerShard-1)
 		}
+		// The disruption controller can evaluate the budget: one pod of the
+		// shard may go.
+		eventually(t, 30*time.Second, name+" allowing one disruption", func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &pdb); err != nil {
+				return err
+			}
+			if pdb.Status.DisruptionsAllowed != 1 {
+				return fmt.Errorf("disruptionsAllowed %d, conditions %v", pdb.Status.DisruptionsAllowed, pdb.Status.Conditions)
+			}
+			return nil
+		})
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		if err != nil {
 			t.Fatalf("%s selector: %v", name, err)
