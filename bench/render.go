@@ -190,11 +190,13 @@ func renderResharding(w *strings.Builder, r Report) {
 	}
 	w.WriteString("## Resharding throughput\n\n")
 	fmt.Fprintf(w, "The same data set, %d keys of %d bytes, moved from 3 primaries onto a fourth, empty\n", rs[0].Keys, rs[0].ValueBytes)
-	w.WriteString("one (no replicas, Valkey 8.0.1, so keys move with `MIGRATE`), in the same run on this\n")
-	w.WriteString("machine: by the operator, and by `valkey-cli` on a cluster of plain `valkey-server`\n")
-	w.WriteString("processes. Both are timed the same way, by polling the new primary: from the first\n")
-	w.WriteString("slot it imports to the last slot it gains. Bytes count keys and values; \"in all\" adds,\n")
-	w.WriteString("for the operator, starting the new pod and joining it, and for `valkey-cli`, `add-node`.\n\n")
+	w.WriteString("one (no replicas), in the same run on this machine: on Valkey 8.0.1 (keys move with\n")
+	w.WriteString("`MIGRATE`) by the operator and by `valkey-cli` on a cluster of plain `valkey-server`\n")
+	w.WriteString("processes; on Valkey 9.1.2 by the operator and by `CLUSTER MIGRATESLOTS` issued by hand\n")
+	w.WriteString("to each source at once on plain processes (the limit). All are timed the same way, by\n")
+	w.WriteString("polling the new primary: from the first slot it imports (or its first atomic migration\n")
+	w.WriteString("job) to the last slot it gains. Bytes count keys and values; \"in all\" adds, for the\n")
+	w.WriteString("operator, starting the new pod and joining it, and for the others, `add-node`.\n\n")
 	w.WriteString("| method | what ran | keys moved | slots moved | migration | keys/s | MB/s | in all |\n")
 	w.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
 	rate := map[string]float64{}
@@ -205,7 +207,10 @@ func renderResharding(w *strings.Builder, r Report) {
 			secs(x.MigrationSeconds), kps, float64(x.BytesMoved)/1e6/x.MigrationSeconds, secs(x.TotalSeconds))
 	}
 	if op, cli := rate["operator"], rate["valkey-cli"]; op > 0 && cli > 0 {
-		fmt.Fprintf(w, "\n**Ratio: the operator moves keys at %.2f× the rate of `valkey-cli --cluster rebalance`.**\n", op/cli)
+		fmt.Fprintf(w, "\n**Ratio, Valkey 8: the operator moves keys at %.2f× the rate of `valkey-cli --cluster rebalance`.**\n", op/cli)
+	}
+	if op, limit := rate["operator-9"], rate["migrateslots"]; op > 0 && limit > 0 {
+		fmt.Fprintf(w, "\n**Ratio, Valkey 9: the operator moves keys at %.2f× the rate of hand-issued `CLUSTER MIGRATESLOTS`.**\n", op/limit)
 	}
 	w.WriteString("\n")
 }

@@ -22,6 +22,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/bench/record"
+	"github.com/gomomento/valkey-operator/internal/testbin"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -30,16 +31,23 @@ const reshardValueBytes = 1024
 
 // BenchmarkResharding moves the same data set ($VALKEY_BENCH_RESHARD_KEYS
 // keys of 1 KiB, default 100000) from 3 shards onto a fourth, empty one,
-// twice on this machine: by the operator (spec.shards 3 -> 4, Valkey 8's
-// classic MIGRATE) and by valkey-cli --cluster rebalance on a cluster of
-// plain valkey-server processes. Both are watched the same way, by polling
-// the new shard.
+// four times on this machine: by the operator (spec.shards 3 -> 4) on
+// Valkey 8 (classic MIGRATE) and by valkey-cli --cluster rebalance on plain
+// valkey-server 8 processes; by the operator on Valkey 9 (CLUSTER
+// MIGRATESLOTS) and by hand-issued CLUSTER MIGRATESLOTS on plain Valkey 9
+// processes, the limit. All are watched the same way, by polling the new
+// shard.
 func BenchmarkResharding(b *testing.B) {
 	keys := envInt("VALKEY_BENCH_RESHARD_KEYS", 100000)
 	for _, method := range []struct {
 		name string
 		run  func(b *testing.B, keys int) record.Resharding
-	}{{"operator", reshardWithOperator}, {"valkey-cli", reshardWithValkeyCLI}} {
+	}{
+		{"operator", func(b *testing.B, keys int) record.Resharding { return reshardWithOperator(b, keys, "8.0.1") }},
+		{"valkey-cli", reshardWithValkeyCLI},
+		{"operator-9", func(b *testing.B, keys int) record.Resharding { return reshardWithOperator(b, keys, "9.1.2") }},
+		{"migrateslots", reshardWithMigrateSlots},
+	} {
 		b.Run(method.name, func(b *testing.B) {
 			for range b.N {
 				r := method.run(b, keys)
@@ -54,7 +62,7 @@ func BenchmarkResharding(b *testing.B) {
 	}
 }
 
-func reshardWithOperator(b *testing.B, keys int) record.Resharding {
+func reshardWithOperator(b *testing.B, keys int, version string) record.Resharding {
 	ns := benchNamespace("bench-reshard")
 	createNamespace(b, ns)
 	cfgName := createMenu(b, ns)
@@ -66,6 +74,18 @@ func reshardWithOperator(b *testing.B, keys int) record.Resharding {
 	cfg.Spec.Valkey["maxmemory"] = "1gb"
 	if err := k8sClient.Update(context.Background(), &cfg); err != nil {
 		b.Fatal(err)
+	}
+	method := "operator"
+	if version != "8.0.1" {
+		method = "operator-" + strings.Split(version, ".")[0]
+		var img valkeyv1.ValkeyImage
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: cfg.Spec.ImageRef}, &img); err != nil {
+			b.Fatal(err)
+		}
+		img.Spec.Tag, img.Spec.Version = version, version
+		if err := k8sClient.Update(context.Background(), &img); err != nil {
+			b.Fatal(err)
+		}
 	}
 	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
 		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfgName, Shards: 3}}
@@ -92,7 +112,7 @@ func reshardWithOperator(b *testing.B, keys int) record.Resharding {
 	updateCluster(b, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 4 })
 	waitConverged(b, key, 4, 0, 15*time.Minute)
 	r := watch.finish(b)
-	r.Method, r.Command, r.Keys, r.ValueBytes = "operator", "spec.shards: 3 → 4", keys, reshardValueBytes
+	r.Method, r.Command, r.Keys, r.ValueBytes = method, "spec.shards: 3 → 4 (Valkey "+version+")", keys, reshardValueBytes
 	r.TotalSeconds = time.Since(start).Seconds()
 	deleteCluster(b, key)
 	return r
@@ -131,6 +151,95 @@ func reshardWithValkeyCLI(b *testing.B, keys int) record.Resharding {
 	r := watch.finish(b)
 	r.Method, r.Keys, r.ValueBytes = "valkey-cli", keys, reshardValueBytes
 	r.Command = "valkey-cli " + strings.ReplaceAll(strings.Join(command, " "), addrs[0], "HOST:PORT")
+	r.TotalSeconds = time.Since(start).Seconds()
+	return r
+}
+
+// reshardWithMigrateSlots is the limit on Valkey 9: plain servers, and
+// one CLUSTER MIGRATESLOTS per source, sent together, each giving the new
+// node the top of its range so that all four end even.
+func reshardWithMigrateSlots(b *testing.B, keys int) record.Resharding {
+	server := testbin.Valkey9Server()
+	if server == nil {
+		b.Fatal("Valkey 9 is not installed: run make valkey")
+	}
+	dir := b.TempDir()
+	var addrs []string
+	for range 4 {
+		addrs = append(addrs, startServer(b, dir, server))
+	}
+	valkeyCLI(b, append(append([]string{"--cluster", "create"}, addrs[:3]...), "--cluster-yes")...)
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs[:1], DisableCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	eventually(b, time.Minute, "the plain cluster to serve every slot", func() error {
+		return plainClusterSettled(addrs[:3])
+	})
+	writeDataSet(b, c, keys)
+
+	start := time.Now()
+	valkeyCLI(b, "--cluster", "add-node", addrs[3], addrs[0])
+	eventually(b, time.Minute, "every node to know every other and every slot", func() error {
+		return plainClusterSettled(addrs)
+	})
+	nodes := make([]*vk.Node, len(addrs))
+	ids := make([]string, len(addrs))
+	for i, addr := range addrs {
+		n, err := vk.Dial(context.Background(), vk.Target{Address: addr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer n.Close()
+		all, err := n.ClusterNodes(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		me, _ := all.Myself()
+		nodes[i], ids[i] = n, me.ID
+	}
+	watch := watchImport(func() (*vk.Node, error) {
+		return vk.Dial(context.Background(), vk.Target{Address: addrs[3]})
+	})
+	target := (vk.MaxSlot + 1) / 4
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range 3 {
+		all, err := nodes[i].ClusterNodes(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		me, _ := all.Myself()
+		top := me.Slots[len(me.Slots)-1]
+		give := me.SlotCount() - target
+		r := vk.SlotRange{Start: top.End - give + 1, End: top.End}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = nodes[i].ClusterMigrateSlots(context.Background(), ids[3], r)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	eventually(b, 10*time.Minute, "the new node to own a quarter of the slots", func() error {
+		all, err := nodes[3].ClusterNodes(context.Background())
+		if err != nil {
+			return err
+		}
+		me, _ := all.Myself()
+		if me.SlotCount() < target {
+			return fmt.Errorf("%d slots", me.SlotCount())
+		}
+		return nil
+	})
+	r := watch.finish(b)
+	r.Method, r.Keys, r.ValueBytes = "migrateslots", keys, reshardValueBytes
+	r.Command = "CLUSTER MIGRATESLOTS SLOTSRANGE … NODE <new> on each of 3 sources at once (Valkey 9.1.2)"
 	r.TotalSeconds = time.Since(start).Seconds()
 	return r
 }
@@ -201,12 +310,20 @@ func (w *importWatch) poll(dial func() (*vk.Node, error)) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.first.IsZero() && (len(me.Importing) > 0 || me.SlotCount() > 0) {
+	if w.first.IsZero() && (len(me.Importing) > 0 || me.SlotCount() > 0 || w.atomicImport()) {
 		w.first = now
 	}
 	if n := me.SlotCount(); n > w.slots {
 		w.slots, w.last = n, now
 	}
+}
+
+// atomicImport: the node has an atomic slot migration (CLUSTER
+// MIGRATESLOTS) under way or done. Its slots change owner only when a job
+// completes, so the job, not the first owned slot, marks the start.
+func (w *importWatch) atomicImport() bool {
+	jobs, err := w.node.ClusterGetSlotMigrations(context.Background())
+	return err == nil && len(jobs) > 0
 }
 
 // finish stops polling and counts what the new node holds.
@@ -272,12 +389,18 @@ func plainClusterSettled(addrs []string) error {
 // startPlainServer runs a cluster-enabled valkey-server on a free port of
 // 127.0.0.1, stopped when the benchmark ends.
 func startPlainServer(b *testing.B, dir string) string {
+	return startServer(b, dir, []string{"valkey-server"})
+}
+
+// startServer runs argv (a valkey-server command) as a cluster node.
+func startServer(b *testing.B, dir string, argv []string) string {
 	b.Helper()
 	port := freePortPair(b)
-	cmd := exec.Command("valkey-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+	args := append(slices.Clone(argv[1:]), "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),
 		"--dir", dir, "--save", "", "--appendonly", "no", "--maxmemory", "1gb",
 		"--logfile", filepath.Join(dir, fmt.Sprintf("%d.log", port)))
+	cmd := exec.Command(argv[0], args...)
 	// Should this process die, the servers must not outlive it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
