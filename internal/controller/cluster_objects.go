@@ -147,20 +147,17 @@ func (r *ClusterReconciler) ensurePDBs(ctx context.Context, rc render.Cluster, p
 	return nil
 }
 
-// shardPods is how many pods each shard index in use should run: its
-// members that are not leaving, and never fewer than the desired shard
-// size, so a shard that lost a pod does not lower its own budget.
+// shardPods is the size each shard index in use is budgeted for: the
+// desired 1 + replicasPerShard, or more while the shard has more members
+// (a replacement joining before the node it replaces has left, a surplus
+// replica leaving). Every member counts, a leaving or lost one included,
+// so the budget never lets two pods of a shard go because a third, which
+// may still be syncing or about to be removed, happens to be Ready.
 func shardPods(vc *valkeyv1.ValkeyCluster, o *observed) map[int32]int {
 	_, replicas := desiredShape(vc)
 	out := map[int32]int{}
 	for _, n := range o.nodes {
-		idx := n.Spec.ShardIndex
-		if _, ok := out[idx]; !ok {
-			out[idx] = 0
-		}
-		if n.Spec.Lifecycle != valkeyv1.LifecycleLeaving {
-			out[idx]++
-		}
+		out[n.Spec.ShardIndex]++
 	}
 	for idx, n := range out {
 		out[idx] = max(n, 1+replicas)

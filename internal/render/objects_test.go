@@ -2,12 +2,10 @@ package render
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -71,36 +69,6 @@ func TestNodeTLSSecret(t *testing.T) {
 		Data:       map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key"), "ca.crt": []byte("ca")},
 	}
 	assertEqual(t, testCluster(true).NodeTLSSecret(source), want)
-}
-
-func TestPodDisruptionBudget(t *testing.T) {
-	for _, tt := range []struct{ pods, min int32 }{{1, 0}, {2, 1}, {3, 2}} {
-		t.Run(fmt.Sprint(tt.pods), func(t *testing.T) {
-			min := intstr.FromInt32(tt.min)
-			want := pdbFixture()
-			want.Spec.MinAvailable = &min
-			assertEqual(t, testCluster(false).PodDisruptionBudget(2, int(tt.pods)), want)
-		})
-	}
-}
-
-func pdbFixture() *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "my-cluster-shard-2", Namespace: testNamespace, OwnerReferences: clusterOwner(),
-			Labels: map[string]string{
-				"app.kubernetes.io/instance":       testClusterName,
-				"app.kubernetes.io/managed-by":     "valkey-operator",
-				"valkey.gomomento.com/shard-index": "2",
-			},
-		},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				"app.kubernetes.io/instance":       testClusterName,
-				"valkey.gomomento.com/shard-index": "2",
-			}},
-		},
-	}
 }
 
 func TestNodeConfigMap(t *testing.T) {

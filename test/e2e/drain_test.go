@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,91 +15,183 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
-// A Kubernetes node running a primary and a replica can be drained the way
-// kubectl drain does it: cordon, then evict every pod through the eviction
-// API, retrying while a budget refuses. Each shard's budget lets one pod go
-// at a time; the operator replaces it on another node; the drain finishes
-// with the cluster whole and every write acknowledged outside the moments
-// of the evictions readable.
+// primaryGapLimit is the longest a shard may be seen without a slot-holding
+// primary while its node is drained: an evicted primary's process exits
+// once its replica has caught up, then the replica is promoted (by Valkey,
+// or by the operator's takeover when no majority of primaries is left)
+// after cluster-node-timeout (5s), and the operator reports it in status.
+const primaryGapLimit = 30 * time.Second
+
+// A Kubernetes node running a primary can be drained the way kubectl drain
+// does it: cordon, then evict every Valkey pod on it through the eviction
+// API, retrying while a budget refuses (429). Each shard's budget lets one
+// of its pods go at a time; the operator replaces it on another node; the
+// drain finishes with the cluster whole and off the node, every key written
+// before and every write acknowledged outside the moments of the evictions
+// readable.
 func TestDrainNodeWithPrimaries(t *testing.T) {
 	ctx := context.Background()
 	key := newPlainCluster(t, "drain", "cache", 2, 1)
+
+	var nodes corev1.NodeList
+	if err := k8sClient.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) < 2 {
+		t.Fatalf("%d Kubernetes nodes: a drain needs another node to move to", len(nodes.Items))
+	}
+	// The node to drain runs a primary; of those, the one running the most
+	// pods of the cluster, so the drain has the most to do.
+	vc := getCluster(t, key)
+	pods := clusterPods(t, key)
+	perNode := map[string][]string{}
+	for _, p := range pods {
+		perNode[p.Spec.NodeName] = append(perNode[p.Spec.NodeName], p.Name)
+	}
+	var drained string
+	for _, sh := range vc.Status.ShardStatuses {
+		p, ok := pods[sh.Primary]
+		if !ok {
+			t.Fatalf("primary %s of shard %d has no pod", sh.Primary, sh.Index)
+		}
+		if drained == "" || len(perNode[p.Spec.NodeName]) > len(perNode[drained]) {
+			drained = p.Spec.NodeName
+		}
+	}
+	t.Logf("pods per node %v; draining %s (%d Kubernetes nodes)", perNode, drained, len(nodes.Items))
+
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
 
-	vc := getCluster(t, key)
-	var primary corev1.Pod
-	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: vc.Status.ShardStatuses[0].Primary}, &primary); err != nil {
-		t.Fatal(err)
-	}
-	nodeName := primary.Spec.NodeName
-	setUnschedulable(t, nodeName, true)
-	t.Cleanup(func() { setUnschedulable(t, nodeName, false) })
+	setUnschedulable(t, drained, true)
+	t.Cleanup(func() { setUnschedulable(t, drained, false) })
 
+	watch := watchShards(t, key, 2)
 	load := startLoad(c, "drain")
-	var evictedAt []time.Time
-	eventually(t, 4*time.Minute, "every pod of the cluster evicted from "+nodeName, func() error {
-		var pods corev1.PodList
-		if err := k8sClient.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels(render.ClusterSelector(key.Name))); err != nil {
-			return err
-		}
-		left := 0
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Spec.NodeName != nodeName || !p.DeletionTimestamp.IsZero() {
+	evictedAt := map[string]time.Time{}
+	refused := 0
+	eventually(t, 4*time.Minute, "every Valkey pod evicted from "+drained, func() error {
+		var left []string
+		for _, p := range clusterPods(t, key) {
+			if p.Spec.NodeName != drained {
 				continue
 			}
-			left++
+			left = append(left, p.Name)
+			if !p.DeletionTimestamp.IsZero() {
+				continue // evicted, still terminating
+			}
 			err := k8sClient.SubResource("eviction").Create(ctx, p, &policyv1.Eviction{
 				ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
 			})
 			switch {
 			case err == nil:
-				evictedAt = append(evictedAt, time.Now())
-				t.Logf("evicted %s", p.Name)
-			case apierrors.IsTooManyRequests(err), apierrors.IsNotFound(err):
-				// The budget holds it until the shard is whole again.
+				evictedAt[p.Name] = time.Now()
+				t.Logf("evicted %s after %d refusals", p.Name, refused)
+				assertShardHeld(t, key, p)
+			case apierrors.IsTooManyRequests(err):
+				// The budget holds it until its shard is whole again;
+				// kubectl drain retries the same way.
+				refused++
+			case apierrors.IsNotFound(err):
 			default:
 				return fmt.Errorf("evicting %s: %w", p.Name, err)
 			}
 		}
-		if left > 0 {
-			return fmt.Errorf("%d pods of the cluster still on %s", left, nodeName)
+		if len(left) > 0 {
+			return fmt.Errorf("%d Valkey pods still on %s: %v; %d evictions refused", len(left), drained, left, refused)
 		}
 		return nil
 	})
-	if len(evictedAt) == 0 {
-		t.Fatalf("no pod of the cluster ran on %s", nodeName)
+	t.Logf("drain of %s done: %d pods evicted, %d evictions refused by the budgets", drained, len(evictedAt), refused)
+	for _, name := range perNode[drained] {
+		if _, ok := evictedAt[name]; !ok {
+			t.Errorf("pod %s left %s without being evicted", name, drained)
+		}
 	}
 
-	vc = waitConverged(t, key, 2, 1, 4*time.Minute)
-	for _, name := range vc.Status.Nodes {
-		var p corev1.Pod
-		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, &p); err != nil {
-			t.Fatal(err)
-		}
-		if p.Spec.NodeName == nodeName {
-			t.Errorf("pod %s runs on the cordoned node %s", name, nodeName)
+	for name := range evictedAt {
+		vc = waitReplaced(t, key, name, 2, 1)
+	}
+	watch.stop()
+	for _, sh := range vc.Status.ShardStatuses {
+		if sh.Primary == "" || sh.SlotCount == 0 {
+			t.Errorf("after the drain shard %d has primary %q with %d slots", sh.Index, sh.Primary, sh.SlotCount)
 		}
 	}
+	for idx, gap := range watch.longest {
+		if gap > primaryGapLimit {
+			t.Errorf("shard %d was seen without a slot-holding primary for %s (limit %s)", idx, gap.Round(100*time.Millisecond), primaryGapLimit)
+		}
+	}
+	t.Logf("longest time seen without a slot-holding primary, per shard: %v", watch.longest)
+	for _, p := range clusterPods(t, key) {
+		switch {
+		case p.Spec.NodeName == drained:
+			t.Errorf("pod %s runs on the cordoned node %s", p.Name, drained)
+		case !slices.Contains(vc.Status.Nodes, p.Name):
+			t.Errorf("pod %s is not a member of the cluster", p.Name)
+		case pods[p.Name] == nil:
+			t.Logf("replacement %s runs on %s", p.Name, p.Spec.NodeName)
+		}
+	}
+
 	acked := load.finish(t)
 	checkAll(t, c, before)
-	// Each eviction of a primary hands its shard over; writes acknowledged
-	// in those moments are the documented loss of a failover.
-	rest := acked
-	lost := 0
+	// An evicted primary hands its shard over: as in runFailures, writes
+	// acknowledged in the moments around each eviction are counted, every
+	// other acknowledged write must survive.
+	lagWindow, rest := map[string]string{}, acked
 	for _, at := range evictedAt {
 		var inside map[string]string
-		inside, rest = load.splitByAckTime(rest, at.Add(-time.Second), at.Add(10*time.Second))
-		lost += countLost(c, inside)
+		inside, rest = load.splitByAckTime(rest, at.Add(-time.Second), at.Add(2*time.Second))
+		for k, v := range inside {
+			lagWindow[k] = v
+		}
 	}
 	checkAll(t, c, rest)
-	t.Logf("%d evictions; writes acknowledged around them and lost: %d", len(evictedAt), lost)
+	t.Logf("writes acknowledged around the evictions and lost: %d of %d", countLost(c, lagWindow), len(lagWindow))
 }
 
+// assertShardHeld checks, right after evicted's eviction, that its shard's
+// budget lets no other pod of the shard go (a dry-run eviction of each is
+// refused) until the operator has replaced it.
+func assertShardHeld(t testing.TB, key client.ObjectKey, evicted *corev1.Pod) {
+	t.Helper()
+	shard := evicted.Labels[valkeyv1.LabelShardIndex]
+	for _, p := range clusterPods(t, key) {
+		if p.Name == evicted.Name || p.Labels[valkeyv1.LabelShardIndex] != shard || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		err := k8sClient.SubResource("eviction").Create(context.Background(), p, &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+		}, client.DryRunAll)
+		if !apierrors.IsTooManyRequests(err) {
+			t.Errorf("shard %s: with %s just evicted, a dry-run eviction of %s: %v; want refused (429)", shard, evicted.Name, p.Name, err)
+			continue
+		}
+		t.Logf("shard %s: %s held by the budget while %s is replaced", shard, p.Name, evicted.Name)
+	}
+}
+
+// clusterPods are the cluster's pods by name.
+func clusterPods(t testing.TB, key client.ObjectKey) map[string]*corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace), client.MatchingLabels(render.ClusterSelector(key.Name))); err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+// setUnschedulable cordons (on) or uncordons a Kubernetes node.
 func setUnschedulable(t testing.TB, name string, on bool) {
 	t.Helper()
 	eventually(t, 30*time.Second, fmt.Sprintf("node %s unschedulable=%v", name, on), func() error {
@@ -107,4 +202,69 @@ func setUnschedulable(t testing.TB, name string, on bool) {
 		n.Spec.Unschedulable = on
 		return k8sClient.Update(context.Background(), &n)
 	})
+}
+
+// shardWatch polls the cluster's status.shardStatuses, logs every change
+// and keeps, per shard index, the longest time it was seen without a
+// slot-holding primary.
+type shardWatch struct {
+	longest map[int32]time.Duration
+	done    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+func watchShards(t testing.TB, key client.ObjectKey, shards int32) *shardWatch {
+	w := &shardWatch{longest: map[int32]time.Duration{}, done: make(chan struct{})}
+	// A test that fails early still stops the polling before it ends.
+	t.Cleanup(w.stop)
+	start := time.Now()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		without := map[int32]time.Time{}
+		last := ""
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var vc valkeyv1.ValkeyCluster
+			if err := k8sClient.Get(context.Background(), key, &vc); err == nil {
+				now := time.Now()
+				served := map[int32]bool{}
+				var desc []string
+				for _, sh := range vc.Status.ShardStatuses {
+					served[sh.Index] = sh.Primary != "" && sh.SlotCount > 0
+					desc = append(desc, fmt.Sprintf("%d: primary %q %d slots, replicas %v", sh.Index, sh.Primary, sh.SlotCount, sh.Replicas))
+				}
+				if s := strings.Join(desc, "; "); s != last {
+					t.Logf("+%s shards %s (%s)", now.Sub(start).Round(100*time.Millisecond), s, vc.Status.State)
+					last = s
+				}
+				for idx := range shards {
+					since, gap := without[idx]
+					switch {
+					case !served[idx] && !gap:
+						without[idx] = now
+					case served[idx] && gap:
+						delete(without, idx)
+					}
+					if gap {
+						w.longest[idx] = max(w.longest[idx], now.Sub(since))
+					}
+				}
+			}
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the polling; longest is final afterwards.
+func (w *shardWatch) stop() {
+	w.once.Do(func() { close(w.done) })
+	w.wg.Wait()
 }
