@@ -125,3 +125,76 @@ func TestNextMove(t *testing.T) {
 		}
 	}
 }
+
+// PlanTransfers hands out a whole rebalance at once: every slot moves at
+// most once, each source sends to one target per wave, and applying the
+// transfers (repeatedly, for sources with several targets) reaches the
+// even distribution.
+func TestPlanTransfers(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		from  int
+		to    int
+		waves int
+	}{
+		{"3 to 4", 3, 4, 1}, {"1 to 16", 1, 16, 15}, {"4 to 3", 4, 3, 3}, {"16 to 3", 16, 3, 7}, {"5 to 5", 5, 5, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			owned := map[int][]SlotRange{}
+			for i, r := range EvenPlan(tt.from) {
+				owned[i] = []SlotRange{r}
+			}
+			for i := tt.from; i < tt.to; i++ {
+				owned[i] = nil
+			}
+			counts := map[int]int{}
+			for k, rs := range owned {
+				counts[k] = CountSlots(rs)
+			}
+			targets := BalanceTargets(counts, tt.to)
+			waves := 0
+			for ; waves < 50; waves++ {
+				var shards []ShardSlots
+				for _, k := range sortedKeys(owned) {
+					shards = append(shards, ShardSlots{Key: k, Slots: owned[k], Target: targets[k], CanReceive: targets[k] > 0})
+				}
+				ts := PlanTransfers(shards)
+				if len(ts) == 0 {
+					break
+				}
+				seen := map[int]bool{}
+				moved := map[int]bool{}
+				for _, tr := range ts {
+					if seen[tr.From] {
+						t.Fatalf("source %d twice in one wave: %v", tr.From, ts)
+					}
+					seen[tr.From] = true
+					for _, r := range tr.Slots {
+						for s := r.Start; s <= r.End; s++ {
+							if moved[s] {
+								t.Fatalf("slot %d in two transfers: %v", s, ts)
+							}
+							moved[s] = true
+						}
+						owned[tr.From] = removeRange(owned[tr.From], r)
+						owned[tr.To] = NormalizeRanges(append(owned[tr.To], r))
+					}
+				}
+			}
+			if waves > tt.waves {
+				t.Errorf("%d waves, want at most %d", waves, tt.waves)
+			}
+			total := 0
+			for k, rs := range owned {
+				n := CountSlots(rs)
+				total += n
+				if n != targets[k] {
+					t.Errorf("shard %d ends with %d slots, want %d", k, n, targets[k])
+				}
+			}
+			if total != TotalSlots {
+				t.Errorf("%d slots in all", total)
+			}
+		})
+	}
+}
