@@ -212,15 +212,18 @@ func TestBootstrapSteps(t *testing.T) {
 }
 
 // formed3 is a healthy 3x1 cluster: primaries n1..n3, replicas n4..n6.
-func formed3() []Member {
-	return mesh(
-		nd{name: "n1", shard: 0, slots: rs(0, 5461)},
-		nd{name: "n2", shard: 1, slots: rs(5462, 10922)},
-		nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
-		nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
-		nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
-		nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"},
-	)
+func formed3() []Member { return mesh(formed3Nodes()...) }
+
+// formed3Nodes describes a converged 3x1 cluster, n1-n3 primaries.
+func formed3Nodes() []nd {
+	return []nd{
+		{name: "n1", shard: 0, slots: rs(0, 5461)},
+		{name: "n2", shard: 1, slots: rs(5462, 10922)},
+		{name: "n3", shard: 2, slots: rs(10923, 16383)},
+		{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
+		{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
+		{name: "n6", shard: 2, role: RoleReplica, primary: "n3"},
+	}
 }
 
 func TestSteadyDecisions(t *testing.T) {
@@ -309,15 +312,9 @@ func TestSteadyDecisions(t *testing.T) {
 		{"classic scale in moves one batch", 2, formed3, false,
 			"MigrateSlots n3->n2 slots=16320-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by SETSLOT and MIGRATE)"},
 		{"atomic scale out: every source gives its share to the new shard at once", 4, func() []Member {
-			return mesh(
-				nd{name: "n1", shard: 0, slots: rs(0, 5461)},
-				nd{name: "n2", shard: 1, slots: rs(5462, 10922)},
-				nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
-				nd{name: "n4", shard: 0, role: RoleReplica, primary: "n1"},
-				nd{name: "n5", shard: 1, role: RoleReplica, primary: "n2"},
-				nd{name: "n6", shard: 2, role: RoleReplica, primary: "n3"},
+			return mesh(append(formed3Nodes(),
 				nd{name: "n7", shard: 3},
-				nd{name: "n8", shard: 3, role: RoleReplica, primary: "n7"})
+				nd{name: "n8", shard: 3, role: RoleReplica, primary: "n7"})...)
 		}, true, "MigrateSlots n1->n7 slots=4096-5461 method=atomic (moving slots towards even distribution: n1 -> n7 slots 4096-5461 by CLUSTER MIGRATESLOTS); " +
 			"MigrateSlots n2->n7 slots=9558-10922 method=atomic (moving slots towards even distribution: n2 -> n7 slots 9558-10922 by CLUSTER MIGRATESLOTS); " +
 			"MigrateSlots n3->n7 slots=15019-16383 method=atomic (moving slots towards even distribution: n3 -> n7 slots 15019-16383 by CLUSTER MIGRATESLOTS)"},

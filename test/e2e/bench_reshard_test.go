@@ -119,30 +119,7 @@ func reshardWithOperator(b *testing.B, keys int, version string) record.Reshardi
 }
 
 func reshardWithValkeyCLI(b *testing.B, keys int) record.Resharding {
-	dir := b.TempDir()
-	var addrs []string
-	for range 4 {
-		addrs = append(addrs, startPlainServer(b, dir))
-	}
-	valkeyCLI(b, append(append([]string{"--cluster", "create"}, addrs[:3]...), "--cluster-yes")...)
-	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs[:1], DisableCache: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	eventually(b, time.Minute, "the plain cluster to serve every slot", func() error {
-		return plainClusterSettled(addrs[:3])
-	})
-	writeDataSet(b, c, keys)
-
-	start := time.Now()
-	valkeyCLI(b, "--cluster", "add-node", addrs[3], addrs[0])
-	// A node that has not heard of the new one yet refuses to hand it a
-	// slot, and one that has not learnt the slot map answers CLUSTERDOWN;
-	// rebalance waits for neither.
-	eventually(b, time.Minute, "every node to know every other and every slot", func() error {
-		return plainClusterSettled(addrs)
-	})
+	addrs, start := plainClusterPlusEmpty(b, []string{"valkey-server"}, keys)
 	watch := watchImport(func() (*vk.Node, error) {
 		return vk.Dial(context.Background(), vk.Target{Address: addrs[3]})
 	})
@@ -163,27 +140,7 @@ func reshardWithMigrateSlots(b *testing.B, keys int) record.Resharding {
 	if server == nil {
 		b.Fatal("Valkey 9 is not installed: run make valkey")
 	}
-	dir := b.TempDir()
-	var addrs []string
-	for range 4 {
-		addrs = append(addrs, startServer(b, dir, server))
-	}
-	valkeyCLI(b, append(append([]string{"--cluster", "create"}, addrs[:3]...), "--cluster-yes")...)
-	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs[:1], DisableCache: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	eventually(b, time.Minute, "the plain cluster to serve every slot", func() error {
-		return plainClusterSettled(addrs[:3])
-	})
-	writeDataSet(b, c, keys)
-
-	start := time.Now()
-	valkeyCLI(b, "--cluster", "add-node", addrs[3], addrs[0])
-	eventually(b, time.Minute, "every node to know every other and every slot", func() error {
-		return plainClusterSettled(addrs)
-	})
+	addrs, start := plainClusterPlusEmpty(b, server, keys)
 	nodes := make([]*vk.Node, len(addrs))
 	ids := make([]string, len(addrs))
 	for i, addr := range addrs {
@@ -242,6 +199,36 @@ func reshardWithMigrateSlots(b *testing.B, keys int) record.Resharding {
 	r.Command = "CLUSTER MIGRATESLOTS SLOTSRANGE … NODE <new> on each of 3 sources at once (Valkey 9.1.2)"
 	r.TotalSeconds = time.Since(start).Seconds()
 	return r
+}
+
+// plainClusterPlusEmpty runs four valkey-server processes (argv), forms a
+// cluster of the first three holding the data set, and adds the fourth,
+// empty, once every node knows every other and every slot: a node that has
+// not heard of the new one refuses to hand it a slot, and one that has not
+// learnt the slot map answers CLUSTERDOWN. start is when the add began.
+func plainClusterPlusEmpty(b *testing.B, argv []string, keys int) (addrs []string, start time.Time) {
+	b.Helper()
+	dir := b.TempDir()
+	for range 4 {
+		addrs = append(addrs, startServer(b, dir, argv))
+	}
+	valkeyCLI(b, append(append([]string{"--cluster", "create"}, addrs[:3]...), "--cluster-yes")...)
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs[:1], DisableCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	eventually(b, time.Minute, "the plain cluster to serve every slot", func() error {
+		return plainClusterSettled(addrs[:3])
+	})
+	writeDataSet(b, c, keys)
+
+	start = time.Now()
+	valkeyCLI(b, "--cluster", "add-node", addrs[3], addrs[0])
+	eventually(b, time.Minute, "every node to know every other and every slot", func() error {
+		return plainClusterSettled(addrs)
+	})
+	return addrs, start
 }
 
 // writeDataSet writes keys 1 KiB values, pipelined.
@@ -386,13 +373,8 @@ func plainClusterSettled(addrs []string) error {
 	return nil
 }
 
-// startPlainServer runs a cluster-enabled valkey-server on a free port of
-// 127.0.0.1, stopped when the benchmark ends.
-func startPlainServer(b *testing.B, dir string) string {
-	return startServer(b, dir, []string{"valkey-server"})
-}
-
-// startServer runs argv (a valkey-server command) as a cluster node.
+// startServer runs argv (a valkey-server command) as a cluster node on a
+// free port of 127.0.0.1, stopped when the benchmark ends.
 func startServer(b *testing.B, dir string, argv []string) string {
 	b.Helper()
 	port := freePortPair(b)
