@@ -16,7 +16,7 @@ import (
 // ValkeyCluster (what `kubectl apply` does) to Active, and how many
 // reconciles the operator ran on the way.
 func BenchmarkBootstrap(b *testing.B) {
-	for _, s := range []struct{ shards, replicas int }{{1, 0}, {3, 1}, {4, 2}, {8, 1}} {
+	for _, s := range []struct{ shards, replicas int }{{1, 0}, {3, 1}, {4, 2}, {8, 1}, {16, 1}, {32, 0}} {
 		shape := fmt.Sprintf("%dx%d", s.shards, s.replicas)
 		b.Run(shape, func(b *testing.B) {
 			var total time.Duration
