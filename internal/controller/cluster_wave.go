@@ -42,6 +42,7 @@ func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyClus
 	}
 	wg.Wait()
 	var failed []error
+	var firstKind topology.Kind
 	for i, a := range wave.Actions {
 		err := errs[i]
 		actionsTotal.WithLabelValues(vc.Namespace, vc.Name, string(a.Kind), resultLabel(err)).Inc()
@@ -49,19 +50,15 @@ func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyClus
 			continue
 		}
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(a.Kind), "%s", truncate(err.Error(), 1000))
+		if len(failed) == 0 {
+			firstKind = a.Kind
+		}
 		failed = append(failed, fmt.Errorf("%s: %w", a.String(), err))
 	}
 	if len(failed) == 0 {
 		return nil
 	}
-	first := wave.Actions[0]
-	for i := range wave.Actions {
-		if errs[i] != nil {
-			first = wave.Actions[i]
-			break
-		}
-	}
-	msg := fmt.Sprintf("%d of %d actions failed; %s failed: %v", len(failed), len(wave.Actions), first.Kind, failed[0])
+	msg := fmt.Sprintf("%d of %d actions failed; %s failed: %v", len(failed), len(wave.Actions), firstKind, failed[0])
 	setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, truncate(msg, 2000))
 	return errors.Join(failed...)
 }
