@@ -90,6 +90,49 @@ type ValkeyNodeStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Utilisation is what the operator sampled from the node itself every
+	// 30 seconds; it feeds autoscaling and metering.
+	// +optional
+	Utilisation *NodeUtilisation `json:"utilisation,omitempty"`
+}
+
+// NodeUtilisation holds a node's recent samples and the figures derived from
+// them. The history is bounded: it covers the cluster's scale-in window and
+// no more.
+type NodeUtilisation struct {
+	// Samples, oldest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=200
+	Samples []UtilisationSample `json:"samples,omitempty"`
+	// PeakUsedMemoryBytes is the highest used_memory seen since the node
+	// started (Valkey's used_memory_peak).
+	// +optional
+	PeakUsedMemoryBytes int64 `json:"peakUsedMemoryBytes,omitempty"`
+	// MemoryDenominatorBytes is what memoryPercent divides by: maxmemory, else
+	// the container memory limit; 0 when neither is set.
+	// +optional
+	MemoryDenominatorBytes int64 `json:"memoryDenominatorBytes,omitempty"`
+	// CPULimitMillis is what cpuPercent divides by; 0 without a CPU limit.
+	// +optional
+	CPULimitMillis int64 `json:"cpuLimitMillis,omitempty"`
+}
+
+// UtilisationSample is one 30-second sample. A percentage whose denominator
+// cannot be computed is absent, not zero.
+type UtilisationSample struct {
+	Time metav1.Time `json:"time"`
+	// +optional
+	MemoryPercent *float64 `json:"memoryPercent,omitempty"`
+	// +optional
+	CPUPercent *float64 `json:"cpuPercent,omitempty"`
+	// BandwidthMbps is inbound plus outbound network throughput since the
+	// previous sample, in Mbit/s.
+	// +optional
+	BandwidthMbps *float64 `json:"bandwidthMbps,omitempty"`
+	// UsedMemoryBytes is Valkey's used_memory at the sample.
+	// +optional
+	UsedMemoryBytes int64 `json:"usedMemoryBytes,omitempty"`
 }
 
 // ValkeyNode is the operator's record of one Valkey process. Users get read
