@@ -64,19 +64,21 @@ const (
 	ReasonFailoverInProgress   = "FailoverInProgress"
 	ReasonReplicaSyncing       = "ReplicaSyncing"
 	ReasonPodStopping          = "PodStopping"
+	ReasonPrimaryStalled       = "PrimaryStalled"
 )
 
 // waitReasons names the planner's waits a reader can act on or should
 // expect to clear by itself.
 var waitReasons = map[string]string{
-	topology.ReasonPodUnschedulable: ReasonPodUnschedulable,
-	topology.ReasonUnschedulable:    ReasonPodUnschedulable,
-	topology.ReasonPodPending:       ReasonPodPending,
-	topology.ReasonNodeSilent:       ReasonUnreachable,
-	topology.ReasonWaitAutoFailover: ReasonAwaitingAutoFailover,
-	topology.ReasonFailoverInFlight: ReasonFailoverInProgress,
-	topology.ReasonReplicaSyncing:   ReasonReplicaSyncing,
-	topology.ReasonPodStopping:      ReasonPodStopping,
+	topology.ReasonPodUnschedulable:         ReasonPodUnschedulable,
+	topology.ReasonUnschedulable:            ReasonPodUnschedulable,
+	topology.ReasonPodPending:               ReasonPodPending,
+	topology.ReasonNodeSilent:               ReasonUnreachable,
+	topology.ReasonWaitAutoFailover:         ReasonAwaitingAutoFailover,
+	topology.ReasonFailoverInFlight:         ReasonFailoverInProgress,
+	topology.ReasonReplicaSyncing:           ReasonReplicaSyncing,
+	topology.ReasonPodStopping:              ReasonPodStopping,
+	topology.ReasonPrimaryFlaggedButRunning: ReasonPrimaryStalled,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

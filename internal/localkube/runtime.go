@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -445,6 +446,17 @@ func (r *Runtime) KillContainer(namespace, pod, container string) error {
 		return err
 	}
 	return w.kill(container)
+}
+
+// SignalContainer sends sig to a container's process without any other
+// effect: SIGSTOP stalls it with its pod still Running and its port still
+// accepting connections, as a long fork or CPU throttling would.
+func (r *Runtime) SignalContainer(namespace, pod, container string, sig syscall.Signal) error {
+	w, err := r.worker(namespace, pod)
+	if err != nil {
+		return err
+	}
+	return w.signal(container, sig)
 }
 
 // HostPath maps a path inside a pod's container (under one of its volume

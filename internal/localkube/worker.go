@@ -440,7 +440,11 @@ func (w *podWorker) handle(ev event) {
 }
 
 // kill is KillContainer: SIGKILL in place.
-func (w *podWorker) kill(name string) error {
+func (w *podWorker) kill(name string) error { return w.signal(name, syscall.SIGKILL) }
+
+// signal sends sig to a container's process, for stalls (SIGSTOP, SIGCONT)
+// and crashes (SIGKILL) that a test provokes.
+func (w *podWorker) signal(name string, sig syscall.Signal) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range w.ctrs {
@@ -450,7 +454,7 @@ func (w *podWorker) kill(name string) error {
 		if c.proc == nil {
 			return fmt.Errorf("container %s of pod %s/%s is not running", name, w.ns, w.name)
 		}
-		c.proc.signal(syscall.SIGKILL)
+		c.proc.signal(sig)
 		return nil
 	}
 	return fmt.Errorf("pod %s/%s has no container %s", w.ns, w.name, name)

@@ -93,11 +93,16 @@ const (
 	ReasonPodPending       = "waiting for pod to run"
 	// ReasonPodStopping: a pod is being deleted and its process has not
 	// exited yet.
-	ReasonPodStopping   = "waiting for a stopping pod's process to exit"
-	ReasonNodeSilent    = "waiting for node to answer"
-	ReasonMeet          = "cluster meet issued"
-	ReasonCompletedJoin = "completed join"
-	ReasonFormed        = "cluster formed, transitioning to Active"
+	ReasonPodStopping = "waiting for a stopping pod's process to exit"
+	// ReasonPrimaryFlaggedButRunning: peers flag a slot-holding primary
+	// FAIL (it stalled past the node timeout) but its pod never stopped and
+	// it answers; its keys are only in its memory, so it is never forgotten
+	// on a flag alone and Valkey clears the flag by itself.
+	ReasonPrimaryFlaggedButRunning = "primary flagged failed by its peers but its process runs, waiting for the flag to clear"
+	ReasonNodeSilent               = "waiting for node to answer"
+	ReasonMeet                     = "cluster meet issued"
+	ReasonCompletedJoin            = "completed join"
+	ReasonFormed                   = "cluster formed, transitioning to Active"
 )
 
 // Action is the planner's answer: exactly one of the payload pointers that

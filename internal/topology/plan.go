@@ -183,6 +183,14 @@ func (w *world) primaries() (Action, bool) {
 			}
 			continue
 		}
+		if m != nil && m.live() {
+			// A FAIL flag alone says the node stalled, not that its keys
+			// are gone: while it answers, neither a takeover (which drops
+			// what it acknowledged since) nor a forget (which drops all of
+			// it) is safe.
+			notes.add(wait(TierStability, ReasonPrimaryFlaggedButRunning, name))
+			continue
+		}
 		reps := w.takeoverCandidates(id, m)
 		if len(reps) > 0 {
 			if w.quorum() {

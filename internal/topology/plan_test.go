@@ -257,6 +257,29 @@ func TestSteadyDecisions(t *testing.T) {
 			kill(ms, "n3", true)
 			return ms
 		}, false, "Forget id=id-n3 on=[n1 n2 n4 n5] (primary lost with no replica, forgetting it; a fresh primary takes its slots: n3)"},
+		{"stalled primary without replica answers again while still flagged FAIL: never forgotten", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n6", true)
+			kill(ms, "n3", true)
+			// It resumed: its pod never stopped and it answers, but its
+			// peers keep the FAIL flag until Valkey's own undo time passes.
+			n3 := member(ms, "n3")
+			n3.Pod.Phase, n3.Pod.IP = PodRunning, ip("n3")
+			n3.View = &View{ID: id("n3"), Role: RolePrimary, Slots: rs(10923, 16383), SlotsAssigned: TotalSlots}
+			for _, o := range []string{"n1", "n2", "n4", "n5"} {
+				n3.View.Peers = append(n3.View.Peers, Peer{ID: id(o), IP: ip(o), Role: member(ms, o).View.Role,
+					PrimaryID: member(ms, o).View.PrimaryID, Slots: member(ms, o).View.Slots})
+			}
+			return ms
+		}, false, "Wait (" + ReasonPrimaryFlaggedButRunning + ": n3)"},
+		{"stalled primary without replica, pod running, flagged FAIL: never forgotten", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n6", true)
+			kill(ms, "n3", true)
+			n3 := member(ms, "n3")
+			n3.Pod.Phase, n3.Pod.IP = PodRunning, ip("n3")
+			return ms
+		}, false, "Wait (waiting for node to answer: n3)"},
 		{"dead replica is forgotten, skipping the replicas of nobody", 3, func() []Member {
 			ms := formed3()
 			kill(ms, "n5", true)

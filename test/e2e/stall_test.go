@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// nodeTimeout is the forced cluster-node-timeout the stalls are measured in.
+const nodeTimeout = 5 * time.Second
+
+// A primary without a replica that stalls past cluster-node-timeout (a long
+// fork, CPU throttling, a paused process) is flagged FAIL by its peers while
+// its pod keeps running. Its keys live only in its memory: the operator must
+// neither forget it nor hand its slots elsewhere, during the stall or in the
+// seconds after it resumes while the flag is still set. Every key written
+// before, and every write acknowledged meanwhile, must be readable after.
+func TestStalledPrimaryIsNotForgotten(t *testing.T) {
+	key := newPlainCluster(t, "stall", "cache", 3, 0)
+	c := clusterClient(t, seedOf(key), nil)
+	before := writeKeys(t, c, "before", 2000)
+
+	for i, stall := range []time.Duration{2 * nodeTimeout, 6 * nodeTimeout} {
+		t.Run(fmt.Sprintf("stalled for %s", stall), func(t *testing.T) {
+			vc := getCluster(t, key)
+			victim := vc.Status.ShardStatuses[0].Primary
+			victimID := podMyself(t, key.Namespace, victim).ID
+			witness := vc.Status.ShardStatuses[1].Primary
+			load := startLoad(c, fmt.Sprintf("stall-%d", i))
+
+			signal(t, key, victim, syscall.SIGSTOP)
+			stopped := time.Now()
+			resumed := false
+			t.Cleanup(func() {
+				if !resumed {
+					signal(t, key, victim, syscall.SIGCONT)
+				}
+			})
+			eventually(t, time.Minute, witness+" flags "+victim+" FAIL", func() error {
+				return flagged(key, witness, victimID)
+			})
+			t.Logf("%s flagged FAIL %s after the stall began", victim, time.Since(stopped).Round(100*time.Millisecond))
+			// The stall's length is what the test provokes, not a wait for
+			// the operator: hold it for the rest of its duration.
+			time.Sleep(time.Until(stopped.Add(stall)))
+			signal(t, key, victim, syscall.SIGCONT)
+			resumed = true
+			// The dangerous window is after the resume: the node answers
+			// while its peers still flag it FAIL, until Valkey clears the
+			// flag by itself.
+			eventually(t, time.Minute, witness+" clears the FAIL flag of "+victim, func() error {
+				if flagged(key, witness, victimID) == nil {
+					return fmt.Errorf("still flagged FAIL")
+				}
+				return nil
+			})
+			t.Logf("flag cleared %s after the resume", time.Since(stopped.Add(stall)).Round(100*time.Millisecond))
+
+			waitConverged(t, key, 3, 0, 3*time.Minute)
+			if n := countEvents(t, key, "Forget", victim); n > 0 {
+				t.Fatalf("the operator forgot the stalled primary %s (%d Forget events)", victim, n)
+			}
+			acked := load.finish(t)
+			vc = getCluster(t, key)
+			if !slices.Contains(vc.Status.Nodes, victim) {
+				t.Fatalf("%s was replaced after stalling: members %v", victim, vc.Status.Nodes)
+			}
+			if me := podMyself(t, key.Namespace, victim); me.ID != victimID || me.SlotCount() == 0 {
+				t.Fatalf("%s after the stall: ID %s (was %s), %d slots", victim, me.ID, victimID, me.SlotCount())
+			}
+			checkAll(t, c, before)
+			checkAll(t, c, acked)
+		})
+	}
+}
+
+// signal sends sig to a pod's valkey-server.
+func signal(t testing.TB, key client.ObjectKey, pod string, sig syscall.Signal) {
+	t.Helper()
+	if err := local.Runtime.SignalContainer(key.Namespace, pod, "valkey", sig); err != nil {
+		t.Fatalf("%s to %s: %v", sig, pod, err)
+	}
+}
+
+// flagged is nil once witness's CLUSTER NODES marks id as failed (FAIL, not
+// just PFAIL).
+func flagged(key client.ObjectKey, witness, id string) error {
+	n, err := dialPod(key.Namespace, witness)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	nodes, err := n.ClusterNodes(context.Background())
+	if err != nil {
+		return err
+	}
+	p, ok := nodes.ByID(id)
+	if !ok {
+		return fmt.Errorf("%s does not know %s", witness, id)
+	}
+	if !slices.Contains(p.Flags, "fail") {
+		return fmt.Errorf("flags %s", strings.Join(p.Flags, ","))
+	}
+	return nil
+}
