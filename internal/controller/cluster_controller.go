@@ -122,24 +122,30 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	}
 
 	var tls tlsCheck
+	var nodeCA []byte // the CA the nodes run with, while the user's Secret is invalid
 	if vc.Spec.TLS != nil {
 		if tls, err = checkTLS(ctx, r.Client, vc, r.Options.ClusterDomain); err != nil {
 			return ctrlrt.Result{}, err
 		}
 		if tls.Failure != nil {
 			r.setInvalid(ctx, vc, tls.Failure.Reason, tls.Failure.Message)
-			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
-		}
-		if vc.Status.State == valkeyv1.StateInvalid {
+			if nodeCA, err = r.mountedCA(ctx, rc); err != nil || nodeCA == nil || !formed(vc) {
+				// Nothing runs yet that could need healing, or no copy of
+				// the material the nodes run with to reach them.
+				return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, err
+			}
+		} else if vc.Status.State == valkeyv1.StateInvalid {
 			// Back to where it was: bootstrap resumes, or a formed cluster
 			// passes a no-op check on its way to Active.
 			vc.Status.State = valkeyv1.StateCreating
 			vc.Status.Message = ""
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonValid, "ValidateTLS", "TLS Secret %q is valid again", vc.Spec.TLS.SecretRef)
 		}
-		r.applyTLSConditions(ctx, vc, tls)
-		if err := r.ensureNodeTLSSecret(ctx, rc, tls.Secret); err != nil {
-			return ctrlrt.Result{}, err
+		if tls.Failure == nil {
+			r.applyTLSConditions(ctx, vc, tls)
+			if err := r.ensureNodeTLSSecret(ctx, rc, tls.Secret); err != nil {
+				return ctrlrt.Result{}, err
+			}
 		}
 	}
 
@@ -165,8 +171,11 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		return ctrlrt.Result{}, err
 	}
 	conn := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: passwords.Operator, dialer: r.Dialer}
-	if tls.Secret != nil {
-		conn.caPEM = tls.Secret.Data[tlssecret.KeyCA]
+	if tls.Secret != nil || nodeCA != nil {
+		conn.caPEM = nodeCA
+		if tls.Secret != nil {
+			conn.caPEM = tls.Secret.Data[tlssecret.KeyCA]
+		}
 		if conn.pins, err = r.verifiedLeaves(ctx, rc); err != nil {
 			return ctrlrt.Result{}, err
 		}
@@ -214,6 +223,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		Now:              time.Now(),
 	}
 	wave := topology.Plan(in)
+	if tls.Failure != nil {
+		wave = healingOnly(wave)
+	}
 	lead := wave.Lead()
 	names := make([]string, 0, len(o.nodes))
 	for n := range o.nodes {
@@ -222,6 +234,10 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	sort.Strings(names)
 	applySummary(vc, topology.Summarize(in), names)
 	applyPlan(vc, lead, topology.DecideState(creating, lead))
+	if tls.Failure != nil {
+		// The plan's conditions say what heals; the state stays Invalid.
+		r.setInvalid(ctx, vc, tls.Failure.Reason, tls.Failure.Message)
+	}
 	if r.applyPause(ctx, vc, wave) {
 		return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 	}

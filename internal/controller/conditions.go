@@ -65,6 +65,7 @@ const (
 	ReasonReplicaSyncing       = "ReplicaSyncing"
 	ReasonPodStopping          = "PodStopping"
 	ReasonPrimaryStalled       = "PrimaryStalled"
+	ReasonHeldForTLS           = "HeldForTLS"
 )
 
 // waitReasons names the planner's waits a reader can act on or should
@@ -79,6 +80,7 @@ var waitReasons = map[string]string{
 	topology.ReasonReplicaSyncing:           ReasonReplicaSyncing,
 	topology.ReasonPodStopping:              ReasonPodStopping,
 	topology.ReasonPrimaryFlaggedButRunning: ReasonPrimaryStalled,
+	heldForTLS:                              ReasonHeldForTLS,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a
