@@ -5,7 +5,10 @@ SHELL := /usr/bin/env bash
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 TESTBIN := bin/testbin
-GOTEST_FLAGS ?= -count=1 -timeout 75m
+# End-to-end tests mostly wait on clusters, each in its own namespace, so
+# they run several at a time; the few that stop the operator or drain a
+# Kubernetes node run first, alone.
+GOTEST_FLAGS ?= -count=1 -timeout 75m -parallel 4
 
 .PHONY: all
 all: generate build

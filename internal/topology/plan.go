@@ -940,8 +940,8 @@ func (w *world) retireDrained() (Action, bool) {
 
 // moves migrates slots towards the even distribution over the desired
 // number of shards; on scale-in this drains the smallest shard first. On
-// Valkey >= 9 one wave starts every source's whole share at once, one
-// CLUSTER MIGRATESLOTS per source; the classic path moves one batch.
+// Valkey >= 9 one wave starts the whole rebalance, one CLUSTER MIGRATESLOTS
+// per source and target; the classic path moves one batch.
 func (w *world) moves() ([]Action, bool) {
 	R := w.in.ReplicasPerShard
 	counts := map[int]int{}

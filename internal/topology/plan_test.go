@@ -330,8 +330,9 @@ func TestSteadyDecisions(t *testing.T) {
 		}, true, "Wait (slot migration in progress: n3)"},
 		{"scale out creates every node of the new shard at once", 4, formed3, true,
 			`CreateNode shard=3 join="shard" (adding shard: shard 3); CreateNode shard=3 join="shard" (adding shard: shard 3)`},
-		{"scale in drains the smallest shard (ties: highest index), its whole share to the largest deficit", 2, formed3, true,
-			"MigrateSlots n3->n2 slots=13653-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS)"},
+		{"scale in drains the smallest shard (ties: highest index) to every deficit at once", 2, formed3, true,
+			"MigrateSlots n3->n1 slots=10923-13652 method=atomic (moving slots towards even distribution: n3 -> n1 slots 10923-13652 by CLUSTER MIGRATESLOTS); " +
+				"MigrateSlots n3->n2 slots=13653-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS)"},
 		{"classic scale in moves one batch", 2, formed3, false,
 			"MigrateSlots n3->n2 slots=16320-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by SETSLOT and MIGRATE)"},
 		{"atomic scale out: every source gives its share to the new shard at once", 4, func() []Member {
@@ -345,7 +346,9 @@ func TestSteadyDecisions(t *testing.T) {
 			ms := formed3()
 			member(ms, "n3").View.AtomicMigrationFailure = "n3 export of slots [16320-16383] failed: Connection lost to target"
 			return ms
-		}, true, "MigrateSlots n3->n2 slots=13653-16383 method=atomic (" + ReasonRetryMigration +
+		}, true, "MigrateSlots n3->n1 slots=10923-13652 method=atomic (" + ReasonRetryMigration +
+			": n3 -> n1 slots 10923-13652 by CLUSTER MIGRATESLOTS; last attempt: n3 export of slots [16320-16383] failed: Connection lost to target); " +
+			"MigrateSlots n3->n2 slots=13653-16383 method=atomic (" + ReasonRetryMigration +
 			": n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS; last attempt: n3 export of slots [16320-16383] failed: Connection lost to target)"},
 		{"drained shard is retired, replica first", 2, func() []Member {
 			return mesh(

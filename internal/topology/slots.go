@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,10 +229,12 @@ type Transfer struct {
 }
 
 // PlanTransfers plans a whole rebalance as NextMove would walk it with no
-// batch limit, one transfer per source: a source that would next give to a
-// second target keeps that for a later wave, so each source runs a single
-// migration at a time. No slot appears in two transfers. Sources are in key
-// order.
+// batch limit: one transfer per source and target pair, all of them in one
+// wave. Valkey runs several CLUSTER MIGRATESLOTS jobs of one source at
+// once, so a source that gives to many targets (a shard drained on
+// scale-in, one shard spread over fifteen new ones) starts every share
+// together instead of one target per wave. No slot appears in two
+// transfers. Transfers are ordered by source, then target.
 func PlanTransfers(shards []ShardSlots) []Transfer {
 	work := make([]ShardSlots, len(shards))
 	for i, s := range shards {
@@ -242,31 +245,28 @@ func PlanTransfers(shards []ShardSlots) []Transfer {
 	for i := range work {
 		byKey[work[i].Key] = &work[i]
 	}
-	plan := map[int]*Transfer{}
+	type pair struct{ from, to int }
+	plan := map[pair]*Transfer{}
 	for {
 		mv, ok := NextMove(work, TotalSlots)
 		if !ok {
 			break
 		}
 		src, dst := byKey[mv.From], byKey[mv.To]
-		if t := plan[mv.From]; t != nil && t.To != mv.To {
-			// Its next share goes elsewhere: not in this wave. Pinning its
-			// target to what it holds takes it out of the walk.
-			src.Target = CountSlots(src.Slots)
-			continue
+		k := pair{mv.From, mv.To}
+		if plan[k] == nil {
+			plan[k] = &Transfer{From: mv.From, To: mv.To}
 		}
-		if plan[mv.From] == nil {
-			plan[mv.From] = &Transfer{From: mv.From, To: mv.To}
-		}
-		t := plan[mv.From]
+		t := plan[k]
 		t.Slots = NormalizeRanges(append(t.Slots, mv.Slots))
 		src.Slots = removeRange(src.Slots, mv.Slots)
 		dst.Slots = NormalizeRanges(append(dst.Slots, mv.Slots))
 	}
 	out := make([]Transfer, 0, len(plan))
-	for _, k := range sortedKeys(plan) {
-		out = append(out, *plan[k])
+	for _, t := range plan {
+		out = append(out, *t)
 	}
+	slices.SortFunc(out, func(a, b Transfer) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
 	return out
 }
 

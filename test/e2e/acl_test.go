@@ -357,6 +357,7 @@ func keys(pattern string, access valkeyv1.KeyAccess) []valkeyv1.KeyPattern {
 // password and closing the default user all reach every node in place,
 // while replication and the cluster carry on untouched.
 func TestACLBindingsEnforcedAndReloadedInPlace(t *testing.T) {
+	t.Parallel()
 	const ns = "acl-live"
 	role := "acl-live-app"
 	createRole(t, role, valkeyv1.ValkeyRoleSpec{
@@ -512,6 +513,7 @@ func (f *aclFixture) setOperatorUser(addr, state string) {
 // that starts on the new file anyway. So the node stays up and only the
 // operator is shut out of it: its user is switched off on that node.
 func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
+	t.Parallel()
 	const ns = "acl-down"
 	role := "acl-down-app"
 	createRole(t, role, valkeyv1.ValkeyRoleSpec{
@@ -617,6 +619,7 @@ func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
 // On Valkey 9 every node, replicas included, reloads the file with ACL
 // LOAD; the per-user grants of Valkey 8.0.0-8.0.2 clusters are not rendered.
 func TestACLValkey9ReloadsEveryNode(t *testing.T) {
+	t.Parallel()
 	const ns = "acl-v9"
 	role := "acl-v9-app"
 	createRole(t, role, valkeyv1.ValkeyRoleSpec{Categories: []valkeyv1.CategoryRule{{Name: "read", Access: valkeyv1.RuleAllow}}})

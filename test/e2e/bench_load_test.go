@@ -241,6 +241,7 @@ func percentile(xs []float64, p float64) float64 {
 
 // The report's gaps and timeline come from the samples alone.
 func TestSummarizeLoad(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	samples := []probeSample{

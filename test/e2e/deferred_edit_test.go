@@ -15,6 +15,7 @@ import (
 // bootstrap finishes the shape it started, then the edit is applied. The
 // cluster runs Valkey 9, whose atomic slot migration moves the slots.
 func TestShardsEditDuringCreatingIsApplied(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := "deferred"
 	createNamespace(t, ns)

@@ -33,6 +33,7 @@ const primaryGapLimit = 30 * time.Second
 // drain finishes with the cluster whole and off the node, every key written
 // before and every write acknowledged outside the moments of the evictions
 // readable.
+// Not parallel: it drains a Kubernetes node the other tests' pods run on.
 func TestDrainNodeWithPrimaries(t *testing.T) {
 	ctx := context.Background()
 	key := newPlainCluster(t, "drain", "cache", 2, 1)

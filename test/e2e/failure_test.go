@@ -75,6 +75,7 @@ func waitReplaced(t testing.TB, key client.ObjectKey, lost string, shards, repli
 
 // Losing a replica costs nothing: it is forgotten and replaced in its shard.
 func TestFailureReplicaLost(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "fail-replica", "cache", 2, 1)
 	runFailures(t, key, 2, 1, func(vc *valkeyv1.ValkeyCluster) string { return vc.Status.ShardStatuses[0].Replicas[0] })
 }
@@ -82,6 +83,7 @@ func TestFailureReplicaLost(t *testing.T) {
 // A primary with a replica, quorum held (3 shards): Valkey fails over by
 // itself, the operator cleans up and restores the replica count.
 func TestFailurePrimaryLostQuorumHeld(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "fail-quorum", "cache", 3, 1)
 	runFailures(t, key, 3, 1, func(vc *valkeyv1.ValkeyCluster) string { return vc.Status.ShardStatuses[0].Primary })
 }
@@ -89,6 +91,7 @@ func TestFailurePrimaryLostQuorumHeld(t *testing.T) {
 // A primary with a replica when quorum is lost (1 of 2 primaries left):
 // no election can succeed, so the operator forces a takeover.
 func TestFailurePrimaryLostNoQuorum(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "fail-noquorum", "cache", 2, 1)
 	runFailures(t, key, 2, 1, func(vc *valkeyv1.ValkeyCluster) string { return vc.Status.ShardStatuses[0].Primary })
 	assertEvent(t, key, "Failover", topology.ReasonTakeover)
@@ -136,6 +139,7 @@ func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victi
 // data loss), a fresh empty primary takes its slots and the cluster
 // returns to Active with every slot served; no other shard loses a key.
 func TestFailurePrimaryLostNoReplica(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "fail-noreplica", "cache", 3, 0)
 	c := clusterClient(t, seedOf(key), nil)
 	for i, mode := range failureModes {

@@ -18,6 +18,7 @@ import (
 // runtime's pod network, proves a healthy TLS cluster and names the check
 // that catches a wrong CA or a plaintext endpoint.
 func TestKubectlValkey(t *testing.T) {
+	t.Parallel()
 	f := newTLSFixture(t, "kubectl-valkey", testcerts.NewCA("kubectl-valkey-ca"))
 	run := func(t *testing.T, args ...string) (string, error) {
 		t.Helper()

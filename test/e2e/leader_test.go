@@ -21,6 +21,7 @@ import (
 // Two operator processes with leader election, as the Deployment runs them:
 // exactly one leads and reconciles while the other waits; when the leader
 // stops, the other takes over and carries on with the same clusters.
+// Not parallel: it stops the operator every other test relies on.
 func TestLeaderElectionTwoReplicas(t *testing.T) {
 	bin := buildOperatorBinary(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")

@@ -22,6 +22,7 @@ import (
 // A plaintext cluster forms, serves every slot, keeps data, and is removed
 // whole when deleted.
 func TestPlaintextClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	createNamespace(t, "plain")
 	cfg := createMenu(t, "plain")
@@ -66,6 +67,7 @@ func TestPlaintextClusterLifecycle(t *testing.T) {
 // does, becomes Active TLS-only: clients verify every node against the CA by
 // name, plaintext is refused, and the demo's printed command works.
 func TestSeedTLSClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root, err := testbin.RepoRoot()
 	if err != nil {

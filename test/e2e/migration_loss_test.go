@@ -20,6 +20,7 @@ import (
 // primary (the ones a scale-out moves first) are filled, so a batch takes
 // long enough to be caught in flight.
 func TestClassicMigrationSurvivesALostEnd(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "migloss", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)

@@ -17,6 +17,7 @@ import (
 // will do, creates nothing, and converges once the annotation is removed,
 // every key intact.
 func TestPausedClusterHoldsShardsEdit(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "paused", "cache", 1, 0)
 	c := clusterClient(t, seedOf(key), nil)
 	data := writeKeys(t, c, "held", 1000)

@@ -19,6 +19,7 @@ import (
 // old pods keep serving, Progressing carries the scheduler's message, and the
 // roll resumes by itself once a node matches.
 func TestRollStallsOnUnschedulablePod(t *testing.T) {
+	t.Parallel()
 	const label, value = "e2e.valkey.gomomento.com/pending-roll", "yes"
 	key := newPlainCluster(t, "pending", "cache", 1, 1)
 	c := clusterClient(t, seedOf(key), nil)

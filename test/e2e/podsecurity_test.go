@@ -95,6 +95,7 @@ func checkShardBudgets(t testing.TB, vc *valkeyv1.ValkeyCluster, shards, podsPer
 // Valkey pods pass the restricted Pod Security admission of a real
 // apiserver: a cluster in a namespace enforcing it becomes Active.
 func TestPodSecurityRestrictedNamespace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const ns = "psa-restricted"
 	createRestrictedNamespace(t, ns)
@@ -128,6 +129,7 @@ func TestPodSecurityRestrictedNamespace(t *testing.T) {
 // distinct zones, as the scheduler placed them: the local runtime's three
 // nodes are in zone-a, zone-b and zone-c.
 func TestPodSecurityRequiredZoneSpread(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const ns = "psa-zones"
 	createRestrictedNamespace(t, ns)

@@ -16,6 +16,7 @@ import (
 // work with every acknowledged write intact: a scale-out with slots in
 // flight, a scale-in draining a shard, a roll between two failovers, and a
 // recovery from a lost primary.
+// Not parallel: it restarts the operator every other test relies on.
 func TestOperatorRestartMidWorkflow(t *testing.T) {
 	key := newPlainCluster(t, "restart", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)

@@ -19,6 +19,7 @@ import (
 // replace every node, one shard at a time, with exactly one failover per
 // shard; shards keep their slots and every key, under client load.
 func TestRollingReplacement(t *testing.T) {
+	t.Parallel()
 	const shards, replicas = 2, 1
 	key := newPlainCluster(t, "roll", "cache", shards, replicas)
 	c := clusterClient(t, seedOf(key), nil)

@@ -18,6 +18,7 @@ import (
 // Out 3 -> 5, then in 5 -> 2: every slot served, evenly, by exactly the
 // asked-for nodes, and every write the client saw acknowledged is there.
 func TestClassicShardScaling(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "scale8", "cache", 3, 0)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 3000)
@@ -49,6 +50,7 @@ func scaleShardsUnderLoad(t *testing.T, key client.ObjectKey, c valkey.Client, b
 // slots atomically, replicas following through CLUSTER SYNCSLOTS, and never
 // falls back to SETSLOT and MIGRATE.
 func TestAtomicShardScaling(t *testing.T) {
+	t.Parallel()
 	const ns = "scale9"
 	createNamespace(t, ns)
 	vc := &valkeyv1.ValkeyCluster{
@@ -76,6 +78,7 @@ func TestAtomicShardScaling(t *testing.T) {
 // Replicas are added and removed one at a time, down to none and back;
 // no slot moves and no key is lost.
 func TestReplicaScaling(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "replicas8", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)

@@ -20,6 +20,7 @@ import (
 // Bootstrap shapes converge with every slot assigned, exact node counts and
 // every replica's link up.
 func TestBootstrapShapes(t *testing.T) {
+	t.Parallel()
 	shapes := []struct{ shards, replicas int }{{1, 0}, {4, 2}}
 	for _, s := range shapes {
 		t.Run(fmt.Sprintf("%dx%d", s.shards, s.replicas), func(t *testing.T) {

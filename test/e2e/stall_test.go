@@ -22,6 +22,7 @@ const nodeTimeout = 5 * time.Second
 // seconds after it resumes while the flag is still set. Every key written
 // before, and every write acknowledged meanwhile, must be readable after.
 func TestStalledPrimaryIsNotForgotten(t *testing.T) {
+	t.Parallel()
 	key := newPlainCluster(t, "stall", "cache", 3, 0)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)

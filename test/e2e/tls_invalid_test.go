@@ -26,6 +26,7 @@ import (
 // data and the copy the pods mount stay as they were. Restoring the Secret
 // brings the cluster back to Active with no edit to the ValkeyCluster.
 func TestTLSInvalidSecretOnActiveCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ca := testcerts.NewCA("invalid-ca")
 	f := newTLSFixture(t, "tls-invalid", ca)

@@ -429,6 +429,7 @@ func (f *tlsFixture) reloads(result string) float64 {
 // The TLS page: updating the Secret in place reaches every node with no
 // restart, and established connections are not affected.
 func TestTLSLeafRotationInPlace(t *testing.T) {
+	t.Parallel()
 	ca := testcerts.NewCA("rotation-leaf-ca")
 	f := newTLSFixture(t, "tls-rotate-leaf", ca)
 	c := clusterClient(t, f.service(), ca.CertPEM)
@@ -473,6 +474,7 @@ func TestTLSLeafRotationInPlace(t *testing.T) {
 // spreads, then the new CA alone. No restart, no failed request, the
 // cluster stays Active and the replication link is never re-established.
 func TestTLSCARotationWithBundle(t *testing.T) {
+	t.Parallel()
 	oldCA, newCA := testcerts.NewCA("rotation-old-ca"), testcerts.NewCA("rotation-new-ca")
 	f := newTLSFixture(t, "tls-rotate-ca", oldCA)
 	both := testcerts.Bundle(oldCA, newCA)
@@ -533,6 +535,7 @@ func TestTLSCARotationWithBundle(t *testing.T) {
 // and still reloads them, verifying each against the certificate it served
 // before rather than skipping verification.
 func TestTLSCARotationWithoutBundle(t *testing.T) {
+	t.Parallel()
 	oldCA, newCA := testcerts.NewCA("nobundle-old-ca"), testcerts.NewCA("nobundle-new-ca")
 	f := newTLSFixture(t, "tls-rotate-nobundle", oldCA)
 	c := clusterClient(t, f.service(), testcerts.Bundle(oldCA, newCA))
@@ -565,6 +568,7 @@ func TestTLSCARotationWithoutBundle(t *testing.T) {
 // Expiry is warn-only: the cluster stays Active, the condition and a
 // Warning say so, and clients relying on the expired certificate fail.
 func TestTLSCertificateExpiry(t *testing.T) {
+	t.Parallel()
 	ca := testcerts.NewCA("expiry-ca")
 	f := newTLSFixture(t, "tls-expiry", ca)
 	c := clusterClient(t, f.service(), ca.CertPEM)
