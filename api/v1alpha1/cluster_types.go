@@ -189,6 +189,39 @@ type ValkeyClusterStatus struct {
 	// Autoscaling is the current autoscaling target.
 	// +optional
 	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
+
+	// Resharding is the slot movement a shard count change still needs;
+	// absent once every slot is where the spec puts it.
+	// +optional
+	Resharding *ReshardingStatus `json:"resharding,omitempty"`
+}
+
+// ReshardingStatus is the progress of a shard count change's slot moves.
+type ReshardingStatus struct {
+	// SlotsToMove counts slots not yet on the shard the spec puts them on,
+	// slots in flight included.
+	SlotsToMove int32 `json:"slotsToMove"`
+	// SlotsTotal is the largest SlotsToMove seen since the change began.
+	SlotsTotal int32 `json:"slotsTotal"`
+	// Progress is "<moved>/<total> slots", for kubectl get -o wide.
+	Progress string `json:"progress"`
+	// Moving are the migrations under way, as their sources report them.
+	// +optional
+	// +listType=atomic
+	Moving []SlotMove `json:"moving,omitempty"`
+}
+
+// SlotMove is one migration under way.
+type SlotMove struct {
+	// Source and Target are node names (a Valkey node ID when the node is
+	// not a member of this cluster).
+	Source string `json:"source"`
+	Target string `json:"target"`
+	// Slots as ranges, for example 0-1364.
+	Slots     string `json:"slots"`
+	SlotCount int32  `json:"slotCount"`
+	// Method is atomic (CLUSTER MIGRATESLOTS) or classic (SETSLOT and MIGRATE).
+	Method string `json:"method"`
 }
 
 // TargetTopology is the shape bootstrap builds.
@@ -243,6 +276,7 @@ type AutoscalingStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicasPerShard`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Desired Shards",type=integer,JSONPath=`.status.autoscaling.desiredShards`,priority=1
+// +kubebuilder:printcolumn:name="Resharding",type=string,JSONPath=`.status.resharding.progress`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 57",message="metadata.name must be at most 57 characters: pod names add a 6-character suffix and must stay a 63-character DNS label"

@@ -208,6 +208,11 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 			return nil, server.Version, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", name, err)
 		}
 		v.AtomicMigrationInFlight = slices.ContainsFunc(migrations, func(m valkey.SlotMigration) bool { return !m.Finished() })
+		for _, m := range migrations {
+			if !m.Finished() && m.Operation == valkey.SlotMigrationExport {
+				v.Exports = append(v.Exports, topology.Export{TargetID: m.TargetNode, Slots: toTopologyRanges(m.SlotRanges)})
+			}
+		}
 		v.AtomicMigrationFailure = migrationFailure(name, migrations)
 	}
 	return v, server.Version, nil

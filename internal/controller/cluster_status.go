@@ -66,6 +66,25 @@ func applySummary(vc *valkeyv1.ValkeyCluster, s topology.Summary, nodeNames []st
 			SlotCount: int32(sh.SlotCount),
 		})
 	}
+	vc.Status.Resharding = resharding(vc.Status.Resharding, s)
+}
+
+// resharding is the progress of slot moves from the summary, keeping the
+// total the change began with so moved/total reads as progress.
+func resharding(prev *valkeyv1.ReshardingStatus, s topology.Summary) *valkeyv1.ReshardingStatus {
+	if s.SlotsToMove == 0 && len(s.Moving) == 0 {
+		return nil
+	}
+	out := &valkeyv1.ReshardingStatus{SlotsToMove: int32(s.SlotsToMove), SlotsTotal: int32(s.SlotsToMove)}
+	if prev != nil && prev.SlotsTotal > out.SlotsTotal {
+		out.SlotsTotal = prev.SlotsTotal
+	}
+	out.Progress = fmt.Sprintf("%d/%d slots", out.SlotsTotal-out.SlotsToMove, out.SlotsTotal)
+	for _, m := range s.Moving {
+		out.Moving = append(out.Moving, valkeyv1.SlotMove{Source: m.From, Target: m.To, Slots: topology.FormatRanges(m.Slots),
+			SlotCount: int32(topology.CountSlots(m.Slots)), Method: string(m.Method)})
+	}
+	return out
 }
 
 // applyPlan sets state and the Ready/Progressing/Degraded conditions from

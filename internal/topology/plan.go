@@ -941,7 +941,8 @@ func (w *world) retireDrained() (Action, bool) {
 // moves migrates slots towards the even distribution over the desired
 // number of shards; on scale-in this drains the smallest shard first. On
 // Valkey >= 9 one wave starts the whole rebalance, one CLUSTER MIGRATESLOTS
-// per source and target; the classic path moves one batch.
+// per source and target; the classic path moves one batch per source and
+// target pair, every pair at once.
 func (w *world) moves() ([]Action, bool) {
 	R := w.in.ReplicasPerShard
 	counts := map[int]int{}
@@ -968,16 +969,19 @@ func (w *world) moves() ([]Action, bool) {
 		})
 	}
 	const reason = "moving slots towards even distribution"
+	method := MigrationAtomic
 	if !w.in.AtomicMigration {
-		mv, ok := NextMove(list, w.batch)
-		if !ok {
-			return nil, false
-		}
-		return []Action{w.migrate(primaries[mv.From], primaries[mv.To], mv.Slots, MigrationClassic, reason)}, true
+		method = MigrationClassic
 	}
 	var out []Action
 	for _, t := range PlanTransfers(list) {
-		out = append(out, w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, MigrationAtomic, reason))
+		if method == MigrationClassic {
+			// Classic moves are driven slot by slot from here, so each
+			// pair moves one batch per wave and the plan is redone with
+			// what the nodes then report.
+			t.Slots = TopSlots(t.Slots, w.batch)
+		}
+		out = append(out, w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, method, reason))
 	}
 	return out, len(out) > 0
 }

@@ -333,8 +333,9 @@ func TestSteadyDecisions(t *testing.T) {
 		{"scale in drains the smallest shard (ties: highest index) to every deficit at once", 2, formed3, true,
 			"MigrateSlots n3->n1 slots=10923-13652 method=atomic (moving slots towards even distribution: n3 -> n1 slots 10923-13652 by CLUSTER MIGRATESLOTS); " +
 				"MigrateSlots n3->n2 slots=13653-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS)"},
-		{"classic scale in moves one batch", 2, formed3, false,
-			"MigrateSlots n3->n2 slots=16320-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by SETSLOT and MIGRATE)"},
+		{"classic scale in moves one batch to each target at once", 2, formed3, false,
+			"MigrateSlots n3->n1 slots=13589-13652 method=classic (moving slots towards even distribution: n3 -> n1 slots 13589-13652 by SETSLOT and MIGRATE); " +
+				"MigrateSlots n3->n2 slots=16320-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by SETSLOT and MIGRATE)"},
 		{"atomic scale out: every source gives its share to the new shard at once", 4, func() []Member {
 			return mesh(append(formed3Nodes(),
 				nd{name: "n7", shard: 3},
@@ -680,5 +681,28 @@ func TestInterruptedMigrationWithDemotedEnd(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSummarizeReshardingProgress(t *testing.T) {
+	in := Input{Shards: 4, ReplicasPerShard: 1, Members: formed3()}
+	if got := Summarize(in).SlotsToMove; got != 4096 {
+		t.Errorf("3 shards to 4: %d slots to move, want 4096", got)
+	}
+	in.Shards = 3
+	if got := Summarize(in).SlotsToMove; got != 0 {
+		t.Errorf("balanced: %d slots to move", got)
+	}
+	in.Shards = 2
+	if got := Summarize(in).SlotsToMove; got != 5461 {
+		t.Errorf("3 shards to 2: %d slots to move, want the smallest shard's 5461", got)
+	}
+	ms := formed3()
+	member(ms, "n3").View.Migrating = map[int]string{16383: id("n1"), 16382: id("n1")}
+	member(ms, "n2").View.Exports = []Export{{TargetID: id("n1"), Slots: rs(10000, 10922)}}
+	got := Summarize(Input{Shards: 3, ReplicasPerShard: 1, Members: ms}).Moving
+	want := "[{n2 n1 [10000-10922] atomic} {n3 n1 [16382-16383] classic}]"
+	if s := fmt.Sprint(got); s != want {
+		t.Errorf("moving %s, want %s", s, want)
 	}
 }

@@ -270,6 +270,22 @@ func PlanTransfers(shards []ShardSlots) []Transfer {
 	return out
 }
 
+// TopSlots is the highest n slots of rs (all of them when rs holds fewer),
+// so what a source keeps stays contiguous at the bottom.
+func TopSlots(rs []SlotRange, n int) []SlotRange {
+	rs = NormalizeRanges(rs)
+	var out []SlotRange
+	for i := len(rs) - 1; i >= 0 && n > 0; i-- {
+		r := rs[i]
+		if size := r.End - r.Start + 1; size > n {
+			r.Start = r.End - n + 1
+		}
+		n -= r.End - r.Start + 1
+		out = append(out, r)
+	}
+	return NormalizeRanges(out)
+}
+
 // removeRange is rs without the slots of r.
 func removeRange(rs []SlotRange, r SlotRange) []SlotRange {
 	var out []SlotRange

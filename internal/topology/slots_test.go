@@ -197,3 +197,25 @@ func TestPlanTransfers(t *testing.T) {
 		})
 	}
 }
+
+func TestTopSlots(t *testing.T) {
+	for _, tt := range []struct {
+		in   []SlotRange
+		n    int
+		want string
+	}{
+		{[]SlotRange{{0, 100}}, 10, "91-100"},
+		{[]SlotRange{{0, 5}, {10, 12}}, 5, "4-5,10-12"},
+		{[]SlotRange{{10, 12}, {0, 5}}, 3, "10-12"},
+		{[]SlotRange{{0, 5}}, 64, "0-5"},
+		{nil, 64, ""},
+	} {
+		got := TopSlots(tt.in, tt.n)
+		if s := FormatRanges(got); s != tt.want {
+			t.Errorf("TopSlots(%v, %d) = %s, want %s", tt.in, tt.n, s, tt.want)
+		}
+		if n := CountSlots(got); n > tt.n {
+			t.Errorf("TopSlots(%v, %d) holds %d slots", tt.in, tt.n, n)
+		}
+	}
+}

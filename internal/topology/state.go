@@ -41,6 +41,18 @@ type Summary struct {
 	// SlotsAssigned counts slots some primary owns.
 	SlotsAssigned int
 	Shard         []ShardSummary
+	// SlotsToMove counts slots that must still leave their shard for the
+	// desired shard count's even distribution (slots in flight included).
+	SlotsToMove int
+	// Moving are the slot migrations under way, classic or atomic.
+	Moving []MoveSummary
+}
+
+// MoveSummary is one slot migration under way, as its source reports it.
+type MoveSummary struct {
+	From, To string
+	Slots    []SlotRange
+	Method   MigrationMethod
 }
 
 // ShardSummary describes one shard index.
@@ -79,5 +91,45 @@ func Summarize(in Input) Summary {
 		}
 		s.Shard = append(s.Shard, sh)
 	}
+	s.SlotsToMove, s.Moving = w.slotsToMove(), w.moving()
 	return s
+}
+
+// slotsToMove is the surplus of every shard over its share of the desired
+// shard count, the distance moves() still has to go.
+func (w *world) slotsToMove() int {
+	counts := map[int]int{}
+	for _, idx := range w.liveShards() {
+		if p := w.designated(idx); p != nil {
+			counts[idx] = p.selfSlots()
+		}
+	}
+	n := 0
+	for idx, target := range BalanceTargets(counts, w.in.Shards) {
+		n += max(0, counts[idx]-target)
+	}
+	return n
+}
+
+// moving lists the migrations slot-holding primaries report as their
+// source: classic MIGRATING states grouped by target, and unfinished
+// CLUSTER MIGRATESLOTS jobs.
+func (w *world) moving() []MoveSummary {
+	var out []MoveSummary
+	for _, n := range w.liveNodes() {
+		if !n.isPrimary() {
+			continue
+		}
+		byTarget := map[string][]SlotRange{}
+		for slot, to := range n.View.Migrating {
+			byTarget[to] = append(byTarget[to], SlotRange{Start: slot, End: slot})
+		}
+		for _, to := range sortedStrings(byTarget) {
+			out = append(out, MoveSummary{From: n.Name, To: w.label(to), Slots: NormalizeRanges(byTarget[to]), Method: MigrationClassic})
+		}
+		for _, e := range n.View.Exports {
+			out = append(out, MoveSummary{From: n.Name, To: w.label(e.TargetID), Slots: NormalizeRanges(e.Slots), Method: MigrationAtomic})
+		}
+	}
+	return out
 }

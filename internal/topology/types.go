@@ -139,9 +139,18 @@ type View struct {
 	// AtomicMigrationInFlight: a CLUSTER MIGRATESLOTS job that involves this
 	// node has not finished.
 	AtomicMigrationInFlight bool
+	// Exports are the CLUSTER MIGRATESLOTS jobs this node runs as the
+	// source and that have not finished, for status.
+	Exports []Export
 	// AtomicMigrationFailure describes this node's latest finished
 	// CLUSTER MIGRATESLOTS job when it did not succeed ("" otherwise).
 	AtomicMigrationFailure string
+}
+
+// Export is one unfinished CLUSTER MIGRATESLOTS job seen on its source.
+type Export struct {
+	TargetID string
+	Slots    []SlotRange
 }
 
 // Peer is one line of a node's CLUSTER NODES other than its own.

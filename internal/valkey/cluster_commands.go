@@ -160,6 +160,47 @@ func (n *Node) ClusterSetSlot(ctx context.Context, slot int, state SlotState, no
 	})
 }
 
+// ClusterSetSlots sends CLUSTER SETSLOT for each of slots in one pipeline.
+// A node saves (and fsyncs) its cluster config once per pass of its event
+// loop, not once per command, so a pipelined batch costs one save where
+// slot-by-slot commands cost one each. Every command runs; the first error
+// is returned.
+func (n *Node) ClusterSetSlots(ctx context.Context, slots []int, state SlotState, nodeID string) error {
+	if len(slots) == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("CLUSTER SETSLOT %s %s for %d slots", state, nodeID, len(slots))
+	if (state == SlotStable) != (nodeID == "") {
+		return fmt.Errorf("%s on %s: STABLE takes no node ID, the other states need one", what, n.addr)
+	}
+	b := n.client.B()
+	cmds := make(valkey.Commands, 0, len(slots))
+	for _, slot := range slots {
+		if slot < 0 || slot > MaxSlot {
+			return fmt.Errorf("%s on %s: slot %d out of range", what, n.addr, slot)
+		}
+		s := b.ClusterSetslot().Slot(int64(slot))
+		switch state {
+		case SlotImporting:
+			cmds = append(cmds, s.Importing().NodeId(nodeID).Build())
+		case SlotMigrating:
+			cmds = append(cmds, s.Migrating().NodeId(nodeID).Build())
+		case SlotNode:
+			cmds = append(cmds, s.Node().NodeId(nodeID).Build())
+		default:
+			cmds = append(cmds, s.Stable().Build())
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	for i, r := range n.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return n.wrap(fmt.Sprintf("CLUSTER SETSLOT %d %s %s", slots[i], state, nodeID), err)
+		}
+	}
+	return nil
+}
+
 // ClusterCountKeysInSlot returns how many keys this node holds in slot.
 func (n *Node) ClusterCountKeysInSlot(ctx context.Context, slot int) (int64, error) {
 	count, err := n.do(ctx, func(b valkey.Builder) valkey.Completed {

@@ -13,6 +13,13 @@ const (
 	SlotMigrationCancelled = "cancelled"
 )
 
+// Operations of a CLUSTER GETSLOTMIGRATIONS entry: the source runs the
+// export, the target the import.
+const (
+	SlotMigrationExport = "EXPORT"
+	SlotMigrationImport = "IMPORT"
+)
+
 // SlotMigration is one entry of CLUSTER GETSLOTMIGRATIONS (Valkey >= 9).
 type SlotMigration struct {
 	Name string

@@ -279,6 +279,9 @@ func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, tim
 		if p := meta.FindStatusCondition(s.Conditions, "Progressing"); p == nil || p.Status != metav1.ConditionFalse || p.ObservedGeneration != vc.Generation {
 			return fmt.Errorf("still progressing: %v", conditionSummary(vc))
 		}
+		if r := s.Resharding; r != nil {
+			return fmt.Errorf("resharding %s, moving %+v", r.Progress, r.Moving)
+		}
 		var nodes valkeyv1.ValkeyNodeList
 		if err := k8sClient.List(context.Background(), &nodes, client.InNamespace(key.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: key.Name}); err != nil {
 			return err
