@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrlrt "sigs.k8s.io/controller-runtime"
@@ -233,6 +234,11 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	}
 	sort.Strings(names)
 	applySummary(vc, topology.Summarize(in), names)
+	if p := meta.FindStatusCondition(vc.Status.Conditions, CondProgressing); lead.Reason == topology.ReasonScaleInNoHeadroom &&
+		(p == nil || p.Reason != ReasonInsufficientMemory) {
+		// Once per hold: the figures in the message move with every write.
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
+	}
 	applyPlan(vc, lead, topology.DecideState(creating, lead))
 	if tls.Failure != nil {
 		// The plan's conditions say what heals; the state stays Invalid.

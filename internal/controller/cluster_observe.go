@@ -146,10 +146,11 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		return nil, valkey.Version{}, err
 	}
 	defer n.Close()
-	server, err := n.InfoServer(ctx)
+	ni, err := n.InfoNode(ctx)
 	if err != nil {
-		return nil, valkey.Version{}, fmt.Errorf("INFO server on %s: %w", name, err)
+		return nil, valkey.Version{}, fmt.Errorf("INFO on %s: %w", name, err)
 	}
+	server, repl := ni.Server, ni.Replication
 	nodes, err := n.ClusterNodes(ctx)
 	if err != nil {
 		return nil, server.Version, fmt.Errorf("CLUSTER NODES on %s: %w", name, err)
@@ -157,10 +158,6 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 	info, err := n.ClusterInfo(ctx)
 	if err != nil {
 		return nil, server.Version, fmt.Errorf("CLUSTER INFO on %s: %w", name, err)
-	}
-	repl, err := n.InfoReplication(ctx)
-	if err != nil {
-		return nil, server.Version, fmt.Errorf("INFO replication on %s: %w", name, err)
 	}
 	me, ok := nodes.Myself()
 	if !ok {
@@ -173,6 +170,7 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		Slots:         toTopologyRanges(me.Slots),
 		ClusterOK:     info.State == "ok",
 		SlotsAssigned: info.SlotsAssigned,
+		Memory:        topology.Memory{Used: ni.Memory.Used, Dataset: ni.Memory.Dataset, Max: ni.Memory.MaxMemory},
 		ReplOffset:    repl.ReplicationOffset,
 		Migrating:     me.Migrating,
 		Importing:     me.Importing,

@@ -66,6 +66,7 @@ const (
 	ReasonPodStopping          = "PodStopping"
 	ReasonPrimaryStalled       = "PrimaryStalled"
 	ReasonHeldForTLS           = "HeldForTLS"
+	ReasonInsufficientMemory   = "InsufficientMemory"
 )
 
 // waitReasons names the planner's waits a reader can act on or should
@@ -81,6 +82,7 @@ var waitReasons = map[string]string{
 	topology.ReasonPodStopping:              ReasonPodStopping,
 	topology.ReasonPrimaryFlaggedButRunning: ReasonPrimaryStalled,
 	heldForTLS:                              ReasonHeldForTLS,
+	topology.ReasonScaleInNoHeadroom:        ReasonInsufficientMemory,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

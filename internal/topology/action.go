@@ -94,6 +94,9 @@ const (
 	// ReasonPodStopping: a pod is being deleted and its process has not
 	// exited yet.
 	ReasonPodStopping = "waiting for a stopping pod's process to exit"
+	// ReasonScaleInNoHeadroom: a scale-in would leave the remaining
+	// primaries too full; the detail names the figures.
+	ReasonScaleInNoHeadroom = "scale-in held: the remaining primaries lack memory for the data they would receive"
 	// ReasonPrimaryFlaggedButRunning: peers flag a slot-holding primary
 	// FAIL (it stalled past the node timeout) but its pod never stopped and
 	// it answers; its keys are only in its memory, so it is never forgotten

@@ -968,6 +968,9 @@ func (w *world) moves() ([]Action, bool) {
 				(counts[idx] > 0 || len(members) >= 1+R),
 		})
 	}
+	if a := scaleInHeadroom(primaries, targets); a != nil {
+		return []Action{*a}, true
+	}
 	const reason = "moving slots towards even distribution"
 	method := MigrationAtomic
 	if !w.in.AtomicMigration {

@@ -139,12 +139,22 @@ type View struct {
 	// AtomicMigrationInFlight: a CLUSTER MIGRATESLOTS job that involves this
 	// node has not finished.
 	AtomicMigrationInFlight bool
+	// Memory sizes the node's data, for the headroom check of a scale-in.
+	Memory Memory
 	// Exports are the CLUSTER MIGRATESLOTS jobs this node runs as the
 	// source and that have not finished, for status.
 	Exports []Export
 	// AtomicMigrationFailure describes this node's latest finished
 	// CLUSTER MIGRATESLOTS job when it did not succeed ("" otherwise).
 	AtomicMigrationFailure string
+}
+
+// Memory is a node's INFO MEMORY figures in bytes.
+type Memory struct {
+	// Used is used_memory; Dataset the part of it that is keys and values.
+	Used, Dataset int64
+	// Max is maxmemory, 0 when unlimited.
+	Max int64
 }
 
 // Export is one unfinished CLUSTER MIGRATESLOTS job seen on its source.

@@ -36,6 +36,48 @@ func (n *Node) InfoReplication(ctx context.Context) (ReplicationInfo, error) {
 	return info, n.wrap("INFO REPLICATION", err)
 }
 
+// NodeInfo is what one INFO call tells about a node for planning.
+type NodeInfo struct {
+	Server      ServerInfo
+	Replication ReplicationInfo
+	Memory      MemoryInfo
+}
+
+// MemoryInfo is the part of INFO MEMORY that sizes a node's data.
+type MemoryInfo struct {
+	// Used is used_memory; Dataset is used_memory_dataset, the part that
+	// moves with the keys.
+	Used, Dataset int64
+	// MaxMemory is maxmemory, 0 when unlimited.
+	MaxMemory int64
+}
+
+// InfoNode reads INFO SERVER, REPLICATION and MEMORY in one round trip.
+func (n *Node) InfoNode(ctx context.Context) (NodeInfo, error) {
+	text, err := n.text(ctx, "INFO", func(b valkey.Builder) valkey.Completed {
+		return b.Info().Section("server", "replication", "memory").Build()
+	})
+	if err != nil {
+		return NodeInfo{}, err
+	}
+	var out NodeInfo
+	if out.Server, err = ParseServerInfo(text); err != nil {
+		return NodeInfo{}, n.wrap("INFO", err)
+	}
+	if out.Replication, err = ParseReplicationInfo(text); err != nil {
+		return NodeInfo{}, n.wrap("INFO", err)
+	}
+	fields := ParseInfo(text).Flat()
+	for k, dst := range map[string]*int64{"used_memory": &out.Memory.Used, "used_memory_dataset": &out.Memory.Dataset, "maxmemory": &out.Memory.MaxMemory} {
+		if v, ok := fields[k]; ok {
+			if _, err := fmt.Sscan(v, dst); err != nil {
+				return NodeInfo{}, n.wrap("INFO", fmt.Errorf("parsing %s %q: %w", k, v, err))
+			}
+		}
+	}
+	return out, nil
+}
+
 // Info returns the given INFO sections (all default sections when none).
 func (n *Node) Info(ctx context.Context, sections ...string) (InfoSections, error) {
 	text, err := n.text(ctx, "INFO", func(b valkey.Builder) valkey.Completed {

@@ -94,3 +94,27 @@ func TestReplicaScaling(t *testing.T) {
 		checkAll(t, c, acked)
 	}
 }
+
+// A one-shard cache grows to sixteen shards and shrinks to three on Valkey
+// 9: the one source gives every new shard its share in one wave, and on the
+// way back thirteen drained shards give to the three that stay. Every slot
+// ends evenly served and every key is kept.
+func TestAtomicScalingOneToSixteen(t *testing.T) {
+	t.Parallel()
+	const ns = "scale16"
+	createNamespace(t, ns)
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: createACLMenu(t, ns, "9.1.2"), Shards: 1},
+	}
+	if err := k8sClient.Create(context.Background(), vc); err != nil {
+		t.Fatal(err)
+	}
+	deleteAtEnd(t, vc)
+	key := client.ObjectKeyFromObject(vc)
+	waitConverged(t, key, 1, 0, 5*time.Minute)
+	c := clusterClient(t, seedOf(key), nil)
+	before := writeKeys(t, c, "before", 5000)
+
+	scaleShardsUnderLoad(t, key, c, before, 0, 1, 16, 3)
+}
