@@ -82,7 +82,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 
 	before := vc.DeepCopy()
 	result, err := r.reconcile(ctx, &vc)
-	vc.Status.ObservedGeneration = vc.Generation
+	settleGeneration(&vc, err == nil)
 	recordClusterMetrics(&vc)
 	if !equality.Semantic.DeepEqual(before.Status, vc.Status) {
 		// The TLS reloader writes its own condition; the optimistic lock makes
@@ -97,8 +97,8 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 		r.noteStateChange(ctx, before.Status.State, &vc)
 	}
 	if err != nil {
-		log.Error(err, "reconcile error, requeuing")
-		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+		// The rate limiter backs off per cluster (see errorBackoff).
+		return ctrlrt.Result{}, err
 	}
 	return result, nil
 }
