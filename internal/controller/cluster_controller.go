@@ -82,6 +82,9 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 
 	before := vc.DeepCopy()
 	result, err := r.reconcile(ctx, &vc)
+	// The reconcile's own writes to the cluster object are optimistically
+	// locked, so a newer resourceVersion here is ours alone.
+	before.ResourceVersion = vc.ResourceVersion
 	settleGeneration(&vc, err == nil)
 	recordClusterMetrics(&vc)
 	if !equality.Semantic.DeepEqual(before.Status, vc.Status) {
@@ -214,6 +217,12 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		Now:              time.Now(),
 	}
 	wave := topology.Plan(in)
+	failures := containerFailures(o)
+	wave, held, err := r.backOffReplacements(ctx, vc, o, failures, wave)
+	if err != nil {
+		return ctrlrt.Result{}, err
+	}
+	r.reportContainerFailures(vc, failures, held)
 	lead := wave.Lead()
 	names := make([]string, 0, len(o.nodes))
 	for n := range o.nodes {

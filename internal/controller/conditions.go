@@ -77,6 +77,7 @@ var waitReasons = map[string]string{
 	topology.ReasonFailoverInFlight: ReasonFailoverInProgress,
 	topology.ReasonReplicaSyncing:   ReasonReplicaSyncing,
 	topology.ReasonPodStopping:      ReasonPodStopping,
+	reasonBackoffWait:               ReasonReplacementBackoff,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a
