@@ -5,6 +5,12 @@ import (
 )
 
 // ValkeyClusterSpec is a product team's request for a Valkey cluster.
+// A Valkey cluster is meant for at most 1000 nodes (the cluster bus gossips
+// between every pair, so its traffic grows with the square of the size);
+// the shape, and the largest shard count autoscaling may reach, are held to
+// that.
+// +kubebuilder:validation:XValidation:rule="self.shards * (self.replicasPerShard + 1) <= 1000",message="shards x (replicasPerShard + 1) must be at most 1000 nodes"
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || self.autoscaling.maxShards * (self.replicasPerShard + 1) <= 1000",message="autoscaling.maxShards x (replicasPerShard + 1) must be at most 1000 nodes"
 type ValkeyClusterSpec struct {
 	// ConfigRef is the name of the ValkeyConfig the nodes run with.
 	// +kubebuilder:validation:MinLength=1
@@ -12,11 +18,13 @@ type ValkeyClusterSpec struct {
 
 	// Shards is the number of primaries holding slots.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	Shards int32 `json:"shards"`
 
 	// ReplicasPerShard is the number of replicas of each primary (the primary
 	// is not counted: 1 means two nodes per shard).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=5
 	ReplicasPerShard int32 `json:"replicasPerShard"`
 
 	// ACL bindings added to those of the config chain; a username may not
@@ -66,6 +74,7 @@ type Autoscaling struct {
 	// +kubebuilder:validation:Minimum=1
 	MinShards int32 `json:"minShards"`
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	MaxShards int32 `json:"maxShards"`
 
 	// ScaleOut adds one shard when the latest sample of any primary reaches a threshold.

@@ -83,7 +83,10 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 
 	before := vc.DeepCopy()
 	result, err := r.reconcile(ctx, &vc)
-	vc.Status.ObservedGeneration = vc.Generation
+	// The reconcile's own writes to the cluster object are optimistically
+	// locked, so a newer resourceVersion here is ours alone.
+	before.ResourceVersion = vc.ResourceVersion
+	settleGeneration(&vc, err == nil)
 	recordClusterMetrics(&vc)
 	if !equality.Semantic.DeepEqual(before.Status, vc.Status) {
 		// The TLS reloader writes its own condition; the optimistic lock makes
@@ -98,8 +101,8 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 		r.noteStateChange(ctx, before.Status.State, &vc)
 	}
 	if err != nil {
-		log.Error(err, "reconcile error, requeuing")
-		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+		// The rate limiter backs off per cluster (see errorBackoff).
+		return ctrlrt.Result{}, err
 	}
 	return result, nil
 }
@@ -227,6 +230,12 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if tls.Failure != nil {
 		wave = healingOnly(wave)
 	}
+	failures := containerFailures(o)
+	wave, held, err := r.backOffReplacements(ctx, vc, o, failures, wave)
+	if err != nil {
+		return ctrlrt.Result{}, err
+	}
+	r.reportContainerFailures(vc, failures, held)
 	lead := wave.Lead()
 	names := make([]string, 0, len(o.nodes))
 	for n := range o.nodes {

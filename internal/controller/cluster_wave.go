@@ -47,6 +47,9 @@ func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyClus
 		err := errs[i]
 		actionsTotal.WithLabelValues(vc.Namespace, vc.Name, string(a.Kind), resultLabel(err)).Inc()
 		if err == nil {
+			if loss, ok := lostShard(o, a); ok {
+				setCondition(vc, CondDataLost, metav1.ConditionTrue, ReasonPrimaryLostNoReplica, loss.message(time.Now()))
+			}
 			continue
 		}
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(a.Kind), "%s", truncate(err.Error(), 1000))

@@ -83,6 +83,7 @@ var waitReasons = map[string]string{
 	topology.ReasonPrimaryFlaggedButRunning: ReasonPrimaryStalled,
 	heldForTLS:                              ReasonHeldForTLS,
 	topology.ReasonScaleInNoHeadroom:        ReasonInsufficientMemory,
+	reasonBackoffWait:                       ReasonReplacementBackoff,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

@@ -21,6 +21,10 @@ type Options struct {
 	SteadyResync time.Duration
 	// PendingRequeue is how soon a cluster waiting on something external is re-checked.
 	PendingRequeue time.Duration
+	// ErrorBackoffBase and ErrorBackoffMax bound the per-cluster
+	// exponential backoff after a failed reconcile.
+	ErrorBackoffBase time.Duration
+	ErrorBackoffMax  time.Duration
 	// SlotBatch is how many slots one resharding step moves.
 	SlotBatch int
 	// ClusterWorkers is how many clusters are reconciled at once. One
@@ -43,6 +47,8 @@ func DefaultOptions() Options {
 		ACLReloadInterval: 30 * time.Second,
 		SteadyResync:      30 * time.Second,
 		PendingRequeue:    2 * time.Second,
+		ErrorBackoffBase:  500 * time.Millisecond,
+		ErrorBackoffMax:   time.Minute,
 		SlotBatch:         64,
 		ClusterWorkers:    4,
 		WaveConcurrency:   16,
@@ -64,6 +70,9 @@ func (o Options) Validate() error {
 	}
 	if o.WaveConcurrency < 1 {
 		return fmt.Errorf("wave concurrency %d: must be at least 1", o.WaveConcurrency)
+	}
+	if o.ErrorBackoffBase <= 0 || o.ErrorBackoffMax < o.ErrorBackoffBase {
+		return fmt.Errorf("error backoff %v to %v: the base must be positive and at most the maximum", o.ErrorBackoffBase, o.ErrorBackoffMax)
 	}
 	if o.SlotBatch < 1 {
 		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)

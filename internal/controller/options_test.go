@@ -16,6 +16,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"empty cluster domain", func(o *Options) { o.ClusterDomain = "" }, "cluster domain must not be empty"},
 		{"no cluster worker", func(o *Options) { o.ClusterWorkers = 0 }, "cluster workers 0: must be at least 1"},
 		{"empty slot batch", func(o *Options) { o.SlotBatch = 0 }, "slot batch 0: must be at least 1"},
+		{"no error backoff", func(o *Options) { o.ErrorBackoffBase = 0 }, "error backoff 0s to 1m0s"},
+		{"backoff cap below base", func(o *Options) { o.ErrorBackoffMax = o.ErrorBackoffBase / 2 }, "the base must be positive and at most the maximum"},
 		{"no wave concurrency", func(o *Options) { o.WaveConcurrency = 0 }, "wave concurrency 0: must be at least 1"},
 	}
 	for _, tt := range tests {

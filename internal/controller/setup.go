@@ -90,7 +90,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		Watches(&valkeyv1.ValkeyConfig{}, allClusters).
 		Watches(&valkeyv1.ValkeyImage{}, allClusters).
 		Watches(&valkeyv1.ValkeyRole{}, allClusters).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ClusterWorkers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ClusterWorkers, RateLimiter: errorBackoff(opts)}).
 		Named("valkeycluster").
 		Complete(cr); err != nil {
 		return fmt.Errorf("setting up cluster controller: %w", err)

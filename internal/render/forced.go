@@ -24,6 +24,10 @@ var forcedAlways = []setting{
 	{"protected-mode", "no"},
 	{"aclfile", ACLFilePath},
 	{"primaryuser", ReplicationUser},
+	// Data lives on an emptyDir and is gone with the pod, so a snapshot
+	// saves nothing, while its fork can double the memory of a node near
+	// its limit and get it OOM-killed.
+	{"save", ""},
 }
 
 // forcedTLS are applied after forcedAlways in TLS mode (port 0 closes the

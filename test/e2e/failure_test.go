@@ -176,6 +176,7 @@ func TestFailurePrimaryLostNoReplica(t *testing.T) {
 			}
 		}
 		t.Logf("%d acknowledged client writes were on the lost shard's slots and are not checked", lostAcked)
+		assertDataLossReported(t, key, lost, me.Slots)
 		checkAll(t, c, acked)
 		for k := range gone {
 			if err := c.Do(context.Background(), c.B().Get().Key(k).Build()).Error(); !valkey.IsValkeyNil(err) {
@@ -183,6 +184,49 @@ func TestFailurePrimaryLostNoReplica(t *testing.T) {
 			}
 		}
 	}
+}
+
+// assertDataLossReported checks that recreating a shard empty is reported
+// as a loss, naming the node and its slots: a Warning Event and the
+// DataLost condition, and no Normal Event that would read as routine.
+func assertDataLossReported(t testing.TB, key client.ObjectKey, lost string, slots []vk.SlotRange) {
+	t.Helper()
+	ranges := make([]string, len(slots))
+	for i, r := range slots {
+		ranges[i] = fmt.Sprintf("%d-%d", r.Start, r.End)
+	}
+	want := "slots " + strings.Join(ranges, ",")
+	eventually(t, 30*time.Second, "a Warning Event of the loss of "+lost, func() error {
+		var list eventsv1.EventList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name != key.Name || !strings.Contains(e.Note, lost) {
+				continue
+			}
+			if e.Type == corev1.EventTypeNormal && strings.Contains(e.Note, "primary lost") {
+				t.Fatalf("the loss of %s was reported as a Normal Event %s: %s", lost, e.Reason, e.Note)
+			}
+			if e.Type == corev1.EventTypeWarning && e.Reason == "PrimaryLostNoReplica" && strings.Contains(e.Note, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Warning PrimaryLostNoReplica naming %s and %s", lost, want)
+	})
+	// The Event is sent during the wave, the condition written after it.
+	eventually(t, 30*time.Second, "DataLost naming "+lost, func() error {
+		vc := getCluster(t, key)
+		for _, c := range vc.Status.Conditions {
+			if c.Type == "DataLost" {
+				if c.Status != metav1.ConditionTrue || c.Reason != "PrimaryLostNoReplica" || !strings.Contains(c.Message, lost) || !strings.Contains(c.Message, want) {
+					return fmt.Errorf("DataLost = %s %s %q, want True PrimaryLostNoReplica naming %s and %s", c.Status, c.Reason, c.Message, lost, want)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no DataLost condition; conditions %v", conditionSummary(vc))
+	})
 }
 
 // keySlots asks the cluster which slot each key hashes to.

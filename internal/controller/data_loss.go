@@ -1,0 +1,72 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gomomento/valkey-operator/internal/topology"
+)
+
+// CondDataLost is True once a shard has been recreated empty: its primary
+// was lost with no replica to take over, so the keys of its slots are gone.
+// It is a record rather than a state: it stays True, its message naming the
+// last loss, so that a loss over a weekend is still visible on Monday.
+const CondDataLost = "DataLost"
+
+// ReasonPrimaryLostNoReplica is the reason of CondDataLost and of the
+// Warning Event that goes with it.
+const ReasonPrimaryLostNoReplica = "PrimaryLostNoReplica"
+
+// lostPrimaryReason opens the planner's reason for forgetting a primary that
+// had no replica: the one forget whose slots restart empty.
+const lostPrimaryReason = "primary lost with no replica"
+
+// dataLoss is what a forget of a replica-less primary costs.
+type dataLoss struct {
+	node  string
+	shard int
+	id    string
+	slots []topology.SlotRange
+}
+
+// lostShard says whether a successful action recreates a shard empty, and
+// which: the forgotten node's shard from its ValkeyNode, its slots from the
+// survivors' views of it (it cannot be asked itself).
+func lostShard(o *observed, a topology.Action) (dataLoss, bool) {
+	if a.Kind != topology.KindForget || a.Forget == nil || !strings.HasPrefix(a.Reason, lostPrimaryReason) {
+		return dataLoss{}, false
+	}
+	l := dataLoss{node: a.Detail, shard: -1, id: a.Forget.NodeID}
+	for _, m := range o.members {
+		if m.NodeID == l.id {
+			l.node, l.shard = m.Name, m.ShardIndex
+		}
+		if m.View == nil || len(l.slots) > 0 {
+			continue
+		}
+		for _, p := range m.View.Peers {
+			if p.ID == l.id && len(p.Slots) > 0 {
+				l.slots = p.Slots
+			}
+		}
+	}
+	return l, true
+}
+
+func (l dataLoss) message(at time.Time) string {
+	shard := "an unknown shard"
+	if l.shard >= 0 {
+		shard = fmt.Sprintf("shard %d", l.shard)
+	}
+	slots := "its slots"
+	if len(l.slots) > 0 {
+		rs := make([]string, len(l.slots))
+		for i, r := range l.slots {
+			rs[i] = fmt.Sprintf("%d-%d", r.Start, r.End)
+		}
+		slots = "slots " + strings.Join(rs, ",")
+	}
+	return fmt.Sprintf("%s lost its primary %s with no replica at %s: the keys of %s are gone; a fresh, empty primary serves them",
+		shard, l.node, at.UTC().Format(time.RFC3339), slots)
+}
