@@ -27,7 +27,6 @@ const (
 	ReasonWindowIncomplete = "WindowIncomplete"
 	ReasonNoScaleIn        = "ScaleInDisabled"
 	ReasonHeadroom         = "InsufficientHeadroom"
-	ReasonBounds           = "Bounds"
 )
 
 // Thresholds are a direction's triggers; nil is off.

@@ -32,6 +32,9 @@ type Options struct {
 	// once. With ClusterWorkers it bounds the operator's total: at most
 	// ClusterWorkers x WaveConcurrency calls to Valkey or the API at a time.
 	WaveConcurrency int
+	// SampleInterval is how often every node's utilisation is sampled and
+	// autoscaling decided.
+	SampleInterval time.Duration
 }
 
 // DefaultOptions are the shipped defaults.
@@ -46,6 +49,7 @@ func DefaultOptions() Options {
 		SlotBatch:         64,
 		ClusterWorkers:    4,
 		WaveConcurrency:   16,
+		SampleInterval:    30 * time.Second,
 	}
 }
 
@@ -64,6 +68,9 @@ func (o Options) Validate() error {
 	}
 	if o.WaveConcurrency < 1 {
 		return fmt.Errorf("wave concurrency %d: must be at least 1", o.WaveConcurrency)
+	}
+	if o.SampleInterval < time.Second {
+		return fmt.Errorf("sample interval %s: must be at least 1s", o.SampleInterval)
 	}
 	if o.SlotBatch < 1 {
 		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)

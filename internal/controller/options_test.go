@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -16,6 +17,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"empty cluster domain", func(o *Options) { o.ClusterDomain = "" }, "cluster domain must not be empty"},
 		{"no cluster worker", func(o *Options) { o.ClusterWorkers = 0 }, "cluster workers 0: must be at least 1"},
 		{"empty slot batch", func(o *Options) { o.SlotBatch = 0 }, "slot batch 0: must be at least 1"},
+		{"sample interval below a second", func(o *Options) { o.SampleInterval = 500 * time.Millisecond }, "sample interval 500ms: must be at least 1s"},
 		{"no wave concurrency", func(o *Options) { o.WaveConcurrency = 0 }, "wave concurrency 0: must be at least 1"},
 	}
 	for _, tt := range tests {
