@@ -80,14 +80,18 @@ type Autoscaling struct {
 	// +kubebuilder:default=300
 	// +kubebuilder:validation:Minimum=30
 	ScaleInWindowSeconds int32 `json:"scaleInWindowSeconds,omitempty"`
+	// ScaleOutCooldownSeconds is the least time between two scale-outs.
+	// A pointer so that 0 (no cooldown) is kept rather than defaulted.
 	// +optional
 	// +kubebuilder:default=180
 	// +kubebuilder:validation:Minimum=0
-	ScaleOutCooldownSeconds int32 `json:"scaleOutCooldownSeconds,omitempty"`
+	ScaleOutCooldownSeconds *int32 `json:"scaleOutCooldownSeconds,omitempty"`
+	// ScaleInCooldownSeconds is the least time from any scaling decision to
+	// a scale-in. A pointer so that 0 (no cooldown) is kept.
 	// +optional
 	// +kubebuilder:default=900
 	// +kubebuilder:validation:Minimum=0
-	ScaleInCooldownSeconds int32 `json:"scaleInCooldownSeconds,omitempty"`
+	ScaleInCooldownSeconds *int32 `json:"scaleInCooldownSeconds,omitempty"`
 }
 
 // ScaleOutTriggers are thresholds; an unset one is off.

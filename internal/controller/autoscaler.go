@@ -441,7 +441,7 @@ func autoscaleInput(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, no
 	policy := autoscale.Policy{
 		MinShards: int(a.MinShards), MaxShards: int(a.MaxShards),
 		ScaleOut:    autoscale.Thresholds{MemoryPercent: a.ScaleOut.MemoryPercent, CPUPercent: a.ScaleOut.CPUPercent, BandwidthMbps: a.ScaleOut.BandwidthMbps},
-		Window:      seconds(a.ScaleInWindowSeconds, 300),
+		Window:      window(a),
 		OutCooldown: seconds(a.ScaleOutCooldownSeconds, 180),
 		InCooldown:  seconds(a.ScaleInCooldownSeconds, 900),
 	}
@@ -469,14 +469,22 @@ func autoscaleInput(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, no
 	return in
 }
 
-func seconds(v, def int32) time.Duration {
-	if v == 0 && def != 0 {
-		// An object stored before the defaults existed; 0 set on purpose
-		// is only meaningful for the cooldowns, whose API default is
-		// applied at admission.
+// seconds applies the API default where admission did not, as for an
+// object stored before the field existed.
+func seconds(v *int32, def int32) time.Duration {
+	if v == nil {
 		return time.Duration(def) * time.Second
 	}
-	return time.Duration(v) * time.Second
+	return time.Duration(*v) * time.Second
+}
+
+// window is scaleInWindowSeconds; admission refuses less than 30, so 0 is
+// an object that was never defaulted.
+func window(a *valkeyv1.Autoscaling) time.Duration {
+	if a.ScaleInWindowSeconds == 0 {
+		return defaultScaleInWindow
+	}
+	return time.Duration(a.ScaleInWindowSeconds) * time.Second
 }
 
 // converged: Active, the planner reports nothing to do for the current

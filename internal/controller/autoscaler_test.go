@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -25,7 +26,7 @@ func autoscaledCluster(memory float64) (*valkeyv1.ValkeyCluster, []*valkeyv1.Val
 	vc.Spec.Autoscaling = &valkeyv1.Autoscaling{
 		MinShards: 1, MaxShards: 3,
 		ScaleOut:             valkeyv1.ScaleOutTriggers{MemoryPercent: fp(80)},
-		ScaleInWindowSeconds: 300, ScaleOutCooldownSeconds: 180, ScaleInCooldownSeconds: 900,
+		ScaleInWindowSeconds: 300, ScaleOutCooldownSeconds: ptr.To[int32](180), ScaleInCooldownSeconds: ptr.To[int32](900),
 	}
 	vc.Status.State = valkeyv1.StateActive
 	vc.Status.Shards = 1

@@ -54,6 +54,9 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	}
 	opts := controller.DefaultOptions()
 	opts.PendingRequeue = 500 * time.Millisecond
+	// Autoscaling decides on samples; seconds instead of the default 30 s
+	// keep its test short.
+	opts.SampleInterval = 2 * time.Second
 	// The local runtime moves mount paths; the TLS reloader must read and
 	// name the files the node processes really use.
 	if err := controller.SetupWithRuntime(mgr, opts, controller.Runtime{NodePath: local.Runtime.HostPath}); err != nil {
