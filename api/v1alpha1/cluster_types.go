@@ -89,14 +89,18 @@ type Autoscaling struct {
 	// +kubebuilder:default=300
 	// +kubebuilder:validation:Minimum=30
 	ScaleInWindowSeconds int32 `json:"scaleInWindowSeconds,omitempty"`
+	// ScaleOutCooldownSeconds is the least time between two scale-outs.
+	// A pointer so that 0 (no cooldown) is kept rather than defaulted.
 	// +optional
 	// +kubebuilder:default=180
 	// +kubebuilder:validation:Minimum=0
-	ScaleOutCooldownSeconds int32 `json:"scaleOutCooldownSeconds,omitempty"`
+	ScaleOutCooldownSeconds *int32 `json:"scaleOutCooldownSeconds,omitempty"`
+	// ScaleInCooldownSeconds is the least time from any scaling decision to
+	// a scale-in. A pointer so that 0 (no cooldown) is kept.
 	// +optional
 	// +kubebuilder:default=900
 	// +kubebuilder:validation:Minimum=0
-	ScaleInCooldownSeconds int32 `json:"scaleInCooldownSeconds,omitempty"`
+	ScaleInCooldownSeconds *int32 `json:"scaleInCooldownSeconds,omitempty"`
 }
 
 // ScaleOutTriggers are thresholds; an unset one is off.
@@ -269,10 +273,40 @@ type TLSStatus struct {
 	NodesTotal int32 `json:"nodesTotal,omitempty"`
 }
 
-// AutoscalingStatus is the autoscaler's current decision.
+// AutoscalingStatus is the autoscaler's current target and what it last
+// decided.
 type AutoscalingStatus struct {
+	// DesiredShards is the shard count the cluster is driven to while
+	// spec.autoscaling is set; spec.shards is then only the starting count.
 	// +optional
 	DesiredShards int32 `json:"desiredShards,omitempty"`
+	// LastDecision is ScaleOut or ScaleIn: the last change the autoscaler made.
+	// +optional
+	LastDecision string `json:"lastDecision,omitempty"`
+	// LastDecisionMessage says why, as in the decision's Event, for example
+	// "1 -> 2 shards: node my-cluster-a1b2c memory 84.2% >= 80%".
+	// +optional
+	LastDecisionMessage string `json:"lastDecisionMessage,omitempty"`
+	// LastDecisionTime is when the last change was decided.
+	// +optional
+	LastDecisionTime *metav1.Time `json:"lastDecisionTime,omitempty"`
+	// LastScaleOutTime starts the scale-out cooldown.
+	// +optional
+	LastScaleOutTime *metav1.Time `json:"lastScaleOutTime,omitempty"`
+	// LastScaleInTime and LastScaleOutTime start the scale-in cooldown.
+	// +optional
+	LastScaleInTime *metav1.Time `json:"lastScaleInTime,omitempty"`
+	// HoldReason says why the last evaluation did not scale, for example
+	// Cooldown, WithinThresholds or InsufficientHeadroom.
+	// +optional
+	HoldReason string `json:"holdReason,omitempty"`
+	// HoldMessage explains HoldReason with the figures behind it.
+	// +optional
+	HoldMessage string `json:"holdMessage,omitempty"`
+	// SpecShards is the spec.shards value the autoscaler last saw; a change
+	// while autoscaling is on is reported as ignored.
+	// +optional
+	SpecShards int32 `json:"specShards,omitempty"`
 }
 
 // ValkeyCluster is a Valkey cluster in cluster mode, managed by the operator.
@@ -284,7 +318,7 @@ type AutoscalingStatus struct {
 // +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicasPerShard`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
-// +kubebuilder:printcolumn:name="Desired Shards",type=integer,JSONPath=`.status.autoscaling.desiredShards`,priority=1
+// +kubebuilder:printcolumn:name="Desired Shards",type=integer,JSONPath=`.status.autoscaling.desiredShards`
 // +kubebuilder:printcolumn:name="Resharding",type=string,JSONPath=`.status.resharding.progress`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

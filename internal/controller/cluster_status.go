@@ -41,12 +41,13 @@ func formed(vc *valkeyv1.ValkeyCluster) bool {
 }
 
 // desiredShape is the topology bootstrap builds (the snapshot while
-// Creating, so edits made meanwhile are applied once Active) or the live spec.
+// Creating, so edits made meanwhile are applied once Active) or the live
+// spec, whose shard count is the autoscaler's while autoscaling is set.
 func desiredShape(vc *valkeyv1.ValkeyCluster) (shards, replicas int) {
 	if t := vc.Status.TargetSpec; t != nil {
 		return int(t.Shards), int(t.ReplicasPerShard)
 	}
-	return int(vc.Spec.Shards), int(vc.Spec.ReplicasPerShard)
+	return int(shardTarget(vc)), int(vc.Spec.ReplicasPerShard)
 }
 
 // applySummary writes the observed shape into status.

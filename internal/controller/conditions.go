@@ -25,6 +25,29 @@ const (
 	// CondPaused is True while the paused annotation holds the planner's
 	// actions.
 	CondPaused = "Paused"
+	// CondAutoscaling is present while spec.autoscaling is set: True when
+	// every configured trigger can be measured, False naming those that
+	// cannot.
+	CondAutoscaling = "Autoscaling"
+)
+
+// Reasons of the Autoscaling condition and the autoscaler's Events.
+const (
+	// ReasonAutoscalingActive: the shard count follows
+	// status.autoscaling.desiredShards; spec.shards is ignored.
+	ReasonAutoscalingActive = "AutoscalingActive"
+	// ReasonTriggerUnusable: a percentage trigger has no denominator on
+	// some node (no CPU limit; neither maxmemory nor a memory limit).
+	ReasonTriggerUnusable = "TriggerUnusable"
+	// ReasonScaleOut and ReasonScaleIn are the Events of a decision.
+	ReasonScaleOut = "ScaleOut"
+	ReasonScaleIn  = "ScaleIn"
+	// ReasonScaleInRefused: the thresholds allowed a scale-in but the
+	// remaining primaries would lack memory for the keys they would receive.
+	ReasonScaleInRefused = "ScaleInRefused"
+	// ReasonSpecShardsIgnored: spec.shards changed (kubectl scale) while
+	// spec.autoscaling is set.
+	ReasonSpecShardsIgnored = "SpecShardsIgnored"
 )
 
 // Reasons used with the conditions above and as Event reasons.

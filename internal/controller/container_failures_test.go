@@ -62,7 +62,9 @@ func TestContainerFailures(t *testing.T) {
 func TestReplacementBackoff(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	nodes := map[string]*valkeyv1.ValkeyNode{"a": {}, "b": {}}
-	exited := func(n string) containerFailure { return containerFailure{node: n, reason: ReasonContainerExited, exited: true} }
+	exited := func(n string) containerFailure {
+		return containerFailure{node: n, reason: ReasonContainerExited, exited: true}
+	}
 
 	rec := countFailures(replacementRecord{}, []containerFailure{exited("a")}, nodes, false, t0)
 	if rec.Failures != 1 || rec.delay() != 0 {

@@ -36,6 +36,9 @@ type Options struct {
 	// once. With ClusterWorkers it bounds the operator's total: at most
 	// ClusterWorkers x WaveConcurrency calls to Valkey or the API at a time.
 	WaveConcurrency int
+	// SampleInterval is how often every node's utilisation is sampled and
+	// autoscaling decided.
+	SampleInterval time.Duration
 }
 
 // DefaultOptions are the shipped defaults.
@@ -52,6 +55,7 @@ func DefaultOptions() Options {
 		SlotBatch:         64,
 		ClusterWorkers:    4,
 		WaveConcurrency:   16,
+		SampleInterval:    30 * time.Second,
 	}
 }
 
@@ -73,6 +77,9 @@ func (o Options) Validate() error {
 	}
 	if o.ErrorBackoffBase <= 0 || o.ErrorBackoffMax < o.ErrorBackoffBase {
 		return fmt.Errorf("error backoff %v to %v: the base must be positive and at most the maximum", o.ErrorBackoffBase, o.ErrorBackoffMax)
+	}
+	if o.SampleInterval < time.Second {
+		return fmt.Errorf("sample interval %s: must be at least 1s", o.SampleInterval)
 	}
 	if o.SlotBatch < 1 {
 		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)

@@ -84,7 +84,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyCluster{}).
-		Owns(&valkeyv1.ValkeyNode{}).
+		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(ignoreNewSamples())).
 		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods())).
 		Watches(&corev1.Secret{}, bySecret).
 		Watches(&valkeyv1.ValkeyConfig{}, allClusters).
@@ -104,6 +104,9 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return err
 	}
 	if err := SetupACLReload(mgr, opts, dialer); err != nil {
+		return err
+	}
+	if err := SetupAutoscaler(mgr, opts, dialer); err != nil {
 		return err
 	}
 	return nil

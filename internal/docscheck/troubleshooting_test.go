@@ -117,6 +117,12 @@ func TestTroubleshootingCoversEveryConditionAndReason(t *testing.T) {
 			want:  hasPrefix("Reason"),
 		},
 		{
+			name:  "autoscaler hold reasons",
+			dir:   "internal/autoscale",
+			files: all,
+			want:  hasPrefix("Reason"),
+		},
+		{
 			name:  "reference resolution failures",
 			dir:   "internal/resolve",
 			files: all,

@@ -57,6 +57,9 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	// Failures the tests provoke on purpose should be retried within a
 	// test's patience, not the shipped minute.
 	opts.ErrorBackoffMax = 5 * time.Second
+	// Autoscaling decides on samples; seconds instead of the default 30 s
+	// keep its test short.
+	opts.SampleInterval = 2 * time.Second
 	// The local runtime moves mount paths; the TLS reloader must read and
 	// name the files the node processes really use.
 	if err := controller.SetupWithRuntime(mgr, opts, controller.Runtime{NodePath: local.Runtime.HostPath}); err != nil {
