@@ -65,6 +65,9 @@ type Input struct {
 	// Converged: state Active, no node joining or leaving, no slot
 	// migration in flight, and the observed shard count is Current.
 	Converged bool
+	// NotConvergedWhy says what convergence still waits for, for the hold
+	// message; empty when Converged.
+	NotConvergedWhy string
 	// ConvergedSince is when the cluster last became converged. Samples
 	// taken before it describe the old layout (a primary still holding the
 	// slots a scale-out is moving away) and never trigger a scale-out.
@@ -118,7 +121,11 @@ func Decide(in Input) Decision {
 		return scale(in, ScaleOut, p.MinShards, fmt.Sprintf("minShards is %d", p.MinShards))
 	}
 	if !in.Converged {
-		return hold(in, ReasonNotConverged, "waiting for the cluster to converge before deciding")
+		why := in.NotConvergedWhy
+		if why == "" {
+			why = "the cluster has not converged"
+		}
+		return hold(in, ReasonNotConverged, "waiting for the cluster to converge before deciding: %s", why)
 	}
 	nodes := append([]Node(nil), in.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })

@@ -455,7 +455,8 @@ func autoscaleInput(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, no
 	if t := st.LastScaleInTime; t != nil {
 		in.LastScaleIn = t.Time
 	}
-	in.Converged, in.ConvergedSince = converged(vc, nodes)
+	in.ConvergedSince, in.NotConvergedWhy = converged(vc, nodes)
+	in.Converged = in.NotConvergedWhy == ""
 	sorted := append([]*valkeyv1.ValkeyNode(nil), nodes...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, n := range sorted {
@@ -490,27 +491,43 @@ func window(a *valkeyv1.Autoscaling) time.Duration {
 // converged: Active, the planner reports nothing to do for the current
 // spec, every node Active, every slot assigned and the shard count the
 // autoscaler's target. Since is when the Progressing condition last
-// turned False.
-func converged(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) (bool, time.Time) {
+// turned False; why names the first unmet requirement, empty when all hold.
+func converged(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) (since time.Time, why string) {
 	s := vc.Status
-	if s.State != valkeyv1.StateActive || s.SlotsAssigned != 16384 || s.Autoscaling == nil || s.Shards != s.Autoscaling.DesiredShards {
-		return false, time.Time{}
-	}
-	var p *metav1.Condition
-	for i := range s.Conditions {
-		if s.Conditions[i].Type == CondProgressing {
-			p = &s.Conditions[i]
+	switch {
+	case s.State != valkeyv1.StateActive:
+		return time.Time{}, fmt.Sprintf("state is %s", s.State)
+	case s.SlotsAssigned != 16384:
+		return time.Time{}, fmt.Sprintf("%d of 16384 slots assigned", s.SlotsAssigned)
+	case s.Autoscaling == nil || s.Shards != s.Autoscaling.DesiredShards:
+		want := int32(0)
+		if s.Autoscaling != nil {
+			want = s.Autoscaling.DesiredShards
 		}
+		return time.Time{}, fmt.Sprintf("%d shards observed, %d desired", s.Shards, want)
 	}
-	if p == nil || p.Status != metav1.ConditionFalse || p.ObservedGeneration != vc.Generation {
-		return false, time.Time{}
+	p := meta.FindStatusCondition(s.Conditions, CondProgressing)
+	switch {
+	case p == nil:
+		return time.Time{}, "no Progressing condition yet"
+	case p.Status != metav1.ConditionFalse:
+		return time.Time{}, fmt.Sprintf("Progressing is %s, %s: %s", p.Status, p.Reason, truncate(p.Message, 200))
+	case p.ObservedGeneration != vc.Generation:
+		return time.Time{}, fmt.Sprintf("generation %d not yet observed (Progressing is for %d)", vc.Generation, p.ObservedGeneration)
 	}
 	for _, n := range nodes {
 		if n.Spec.Lifecycle != valkeyv1.LifecycleActive || !n.DeletionTimestamp.IsZero() {
-			return false, time.Time{}
+			return time.Time{}, fmt.Sprintf("node %s is %s", n.Name, lifecycleOf(n))
 		}
 	}
-	return true, p.LastTransitionTime.Time
+	return p.LastTransitionTime.Time, ""
+}
+
+func lifecycleOf(n *valkeyv1.ValkeyNode) string {
+	if !n.DeletionTimestamp.IsZero() {
+		return "being deleted"
+	}
+	return string(n.Spec.Lifecycle)
 }
 
 // unusableTriggers names the configured thresholds a node cannot be

@@ -3,6 +3,8 @@ package valkey
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/valkey-io/valkey-go"
 )
@@ -70,12 +72,29 @@ func (n *Node) InfoNode(ctx context.Context) (NodeInfo, error) {
 	fields := ParseInfo(text).Flat()
 	for k, dst := range map[string]*int64{"used_memory": &out.Memory.Used, "used_memory_dataset": &out.Memory.Dataset, "maxmemory": &out.Memory.MaxMemory} {
 		if v, ok := fields[k]; ok {
-			if _, err := fmt.Sscan(v, dst); err != nil {
+			b, err := parseBytes(v)
+			if err != nil {
 				return NodeInfo{}, n.wrap("INFO", fmt.Errorf("parsing %s %q: %w", k, v, err))
 			}
+			*dst = b
 		}
 	}
 	return out, nil
+}
+
+// parseBytes reads an INFO byte count. Valkey prints them unsigned and
+// derives some (used_memory_dataset = used_memory - overhead) by
+// subtraction, so right after a mass delete a small negative prints as a
+// number near 2^64: that is read as 0, not as an unreadable node.
+func parseBytes(v string) (int64, error) {
+	u, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if u > math.MaxInt64 {
+		return 0, nil
+	}
+	return int64(u), nil
 }
 
 // Info returns the given INFO sections (all default sections when none).
