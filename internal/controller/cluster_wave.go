@@ -48,7 +48,11 @@ func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyClus
 		actionsTotal.WithLabelValues(vc.Namespace, vc.Name, string(a.Kind), resultLabel(err)).Inc()
 		if err == nil {
 			if loss, ok := lostShard(o, a); ok {
-				setCondition(vc, CondDataLost, metav1.ConditionTrue, ReasonPrimaryLostNoReplica, loss.message(time.Now()))
+				msg := loss.message(time.Now())
+				setCondition(vc, CondDataLost, metav1.ConditionTrue, ReasonPrimaryLostNoReplica, msg)
+				if err := r.recordDataLoss(ctx, vc, msg); err != nil {
+					failed = append(failed, err)
+				}
 			}
 			continue
 		}

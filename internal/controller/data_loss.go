@@ -1,10 +1,15 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -69,4 +74,19 @@ func (l dataLoss) message(at time.Time) string {
 	}
 	return fmt.Sprintf("%s lost its primary %s with no replica at %s: the keys of %s are gone; a fresh, empty primary serves them",
 		shard, l.node, at.UTC().Format(time.RFC3339), slots)
+}
+
+// recordDataLoss writes the DataLost condition at once, on a fresh copy of
+// the cluster, rather than leaving it to the reconcile's closing status
+// patch: that patch is dropped on a conflict and the next reconcile, with
+// the node already forgotten, would never know the loss happened.
+func (r *ClusterReconciler) recordDataLoss(ctx context.Context, vc *valkeyv1.ValkeyCluster, msg string) error {
+	err := updateClusterStatus(ctx, r.Client, r.APIReader, client.ObjectKeyFromObject(vc), func(fresh *valkeyv1.ValkeyCluster) bool {
+		setCondition(fresh, CondDataLost, metav1.ConditionTrue, ReasonPrimaryLostNoReplica, msg)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("recording the data loss: %w", err)
+	}
+	return nil
 }
