@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"regexp"
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -33,7 +36,40 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
+	register(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
+}
+
+// registered is every collector the operator adds to the manager's registry.
+var registered []prometheus.Collector
+
+func register(cs ...prometheus.Collector) {
+	metrics.Registry.MustRegister(cs...)
+	registered = append(registered, cs...)
+}
+
+// fqName is how a Desc prints its name; the Desc API has no getter.
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// MetricNames are the names of the operator's own metrics, as registered,
+// sorted: what dashboards and alert rules may query besides the exporter's.
+// A vector with no series yet is not in a Gather, so the names come from
+// the collectors' descriptions.
+func MetricNames() []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		for _, c := range registered {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 var allStates = []valkeyv1.ClusterState{valkeyv1.StateCreating, valkeyv1.StateActive, valkeyv1.StateUpdating, valkeyv1.StateInvalid}
