@@ -2,7 +2,7 @@ package controller
 
 import (
 	"regexp"
-	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,14 +47,14 @@ func register(cs ...prometheus.Collector) {
 	registered = append(registered, cs...)
 }
 
-// fqName is how a Desc prints its name; the Desc API has no getter.
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+// describedAs is how a Desc prints its name and labels; Desc has no getters.
+var describedAs = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", .*variableLabels: \{([^}]*)\}\}$`)
 
-// MetricNames are the names of the operator's own metrics, as registered,
-// sorted: what dashboards and alert rules may query besides the exporter's.
-// A vector with no series yet is not in a Gather, so the names come from
-// the collectors' descriptions.
-func MetricNames() []string {
+// MetricLabels maps each of the operator's own metrics, as registered, to
+// its label names: what dashboards and alert rules may query besides the
+// exporter's. A vector with no series yet is missing from a Gather, so
+// this reads the collectors' descriptions.
+func MetricLabels() map[string][]string {
 	ch := make(chan *prometheus.Desc)
 	go func() {
 		for _, c := range registered {
@@ -62,14 +62,13 @@ func MetricNames() []string {
 		}
 		close(ch)
 	}()
-	var names []string
+	out := map[string][]string{}
 	for d := range ch {
-		if m := fqName.FindStringSubmatch(d.String()); m != nil {
-			names = append(names, m[1])
+		if m := describedAs.FindStringSubmatch(d.String()); m != nil {
+			out[m[1]] = strings.Split(m[2], ",")
 		}
 	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	return out
 }
 
 var allStates = []valkeyv1.ClusterState{valkeyv1.StateCreating, valkeyv1.StateActive, valkeyv1.StateUpdating, valkeyv1.StateInvalid}
