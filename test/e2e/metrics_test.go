@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,6 +174,79 @@ func TestExporterMetrics(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, file), []byte(scrapes[node].raw), 0o644); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+}
+
+// Turning the exporter on for a running plaintext cluster replaces every
+// node with one whose pod runs it, keeping the data, and adds the
+// exporter's user; turning it off replaces them again and, once no pod
+// runs an exporter, removes the user.
+func TestExporterToggleRollsNodes(t *testing.T) {
+	t.Parallel()
+	const ns = "metrics-toggle"
+	ctx := context.Background()
+	key := newPlainCluster(t, ns, "cache", 1, 1)
+	c := clusterClient(t, seedOf(key), nil)
+	data := writeKeys(t, c, "toggle", 200)
+
+	for _, enabled := range []bool{true, false} {
+		old := getCluster(t, key).Status.Nodes
+		var cfg valkeyv1.ValkeyConfig
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: "standard-" + ns}, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Spec.Exporter = &valkeyv1.Exporter{Enabled: ptr.To(enabled)}
+		if err := k8sClient.Update(ctx, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		eventually(t, 5*time.Minute, fmt.Sprintf("every node replaced with exporter %v", enabled), func() error {
+			for _, n := range getCluster(t, key).Status.Nodes {
+				if slices.Contains(old, n) {
+					return fmt.Errorf("%s not replaced yet", n)
+				}
+			}
+			return nil
+		})
+		vc := waitConverged(t, key, 1, 1, 5*time.Minute)
+		t.Logf("exporter %v: every node replaced in %s", enabled, time.Since(start).Round(time.Second))
+		checkKeys(t, c, data)
+
+		for _, node := range vc.Status.Nodes {
+			var pod corev1.Pod
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: node}, &pod); err != nil {
+				t.Fatal(err)
+			}
+			if runs := len(pod.Spec.Containers) == 2; runs != enabled {
+				t.Fatalf("exporter %v, but pod %s runs %d containers", enabled, node, len(pod.Spec.Containers))
+			}
+		}
+		eventually(t, time.Minute, fmt.Sprintf("the exporter's user present: %v", enabled), func() error {
+			for addr, n := range c.Nodes() {
+				users, err := n.Do(ctx, n.B().AclUsers().Build()).AsStrSlice()
+				if err != nil {
+					return err
+				}
+				if slices.Contains(users, render.ExporterUser) != enabled {
+					return fmt.Errorf("%s has users %q", addr, users)
+				}
+			}
+			return nil
+		})
+		if enabled {
+			eventually(t, time.Minute, "every exporter counting the keys", func() error {
+				for _, node := range vc.Status.Nodes {
+					s, err := scrapeExporter(ctx, ns, node)
+					if err != nil {
+						return err
+					}
+					if v, ok := s.value("redis_db_keys", `db="db0"`); !ok || v != float64(len(data)) {
+						return fmt.Errorf("node %s: %v keys (present %v), redis_up %v", node, v, ok, s.samples["redis_up"])
+					}
+				}
+				return nil
+			})
 		}
 	}
 }
