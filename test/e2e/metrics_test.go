@@ -32,10 +32,11 @@ import (
 const recordScrapesEnv = "VALKEY_E2E_RECORD_EXPORTER"
 
 // A TLS cluster whose config enables the exporter runs redis_exporter next
-// to every node. It speaks TLS to its own node, verifying the certificate,
-// as the least-privilege _momento_exporter, and serves real values: the
-// cluster's state and slots, each node's role, maxmemory, replication, and
-// a key count that follows the writes.
+// to every node, in a namespace enforcing Pod Security "restricted". It
+// speaks TLS to its own node, verifying the certificate, as the
+// least-privilege _momento_exporter, and serves real values: the cluster's
+// state and slots, each node's role, maxmemory, replication, and a key
+// count that follows the writes.
 func TestExporterMetrics(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -43,7 +44,7 @@ func TestExporterMetrics(t *testing.T) {
 	}
 	const ns, name = "metrics", "cache"
 	ctx := context.Background()
-	createNamespace(t, ns)
+	createRestrictedNamespace(t, ns)
 	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8-" + ns},
 		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
 	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "monitored-" + ns},
