@@ -23,9 +23,10 @@ type Cluster struct {
 	ExporterImage string
 }
 
-// DefaultExporterImage is the exporter the pod's flags are written for:
-// 1.45.0 is the release Debian bookworm packages, which the local runtime
-// runs. A newer release takes the same flags.
+// DefaultExporterImage is the exporter the pod's flags and the exporter's
+// grants are written for: 1.45.0 is the release Debian bookworm packages,
+// which the local runtime runs. Later releases take the same flags but may
+// send commands the exporter's user is refused, losing those metrics.
 const DefaultExporterImage = "oliver006/redis_exporter:v1.45.0"
 
 func (c Cluster) exporterImage() string {
