@@ -36,7 +36,7 @@ testbin: ## Build etcd and the Kubernetes control plane from the Go module proxy
 	hack/build-testbin.sh
 
 .PHONY: valkey
-valkey: ## Install Valkey 8 from bookworm-backports and the Valkey 9 test build when missing.
+valkey: ## Install Valkey 8 from bookworm-backports, the Valkey 9 test build and the metrics exporter (prometheus-redis-exporter) when missing.
 	hack/install-valkey.sh
 	hack/install-valkey9.sh
 

@@ -34,7 +34,10 @@ func TestValkeyConfigAdmission(t *testing.T) {
     maxmemory: 800mb
     maxmemory-policy: allkeys-lru
   acl:
-  - ` + binding("app") + "\n")},
+  - ` + binding("app") + `
+  exporter:
+    enabled: true
+`)},
 		{name: "cpu not a quantity", manifest: configManifest("  resources:\n    cpu: lots\n"),
 			want: []string{"spec.resources.cpu", "cpu must be a Kubernetes quantity"}},
 		{name: "memory not a quantity", manifest: configManifest("  resources:\n    memory: 1 gig\n"),

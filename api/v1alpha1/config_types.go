@@ -39,6 +39,21 @@ type ValkeyConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.username == x.username))",message="duplicate username in ACL bindings"
 	ACL []AclBinding `json:"acl,omitzero"`
+
+	// Exporter runs a Prometheus exporter for Valkey (redis_exporter) in every
+	// node's pod, next to the Valkey container. The first config along the
+	// baseRef chain that sets exporter.enabled wins. Turning it on or off
+	// replaces the cluster's nodes one at a time, like any node setting.
+	// +optional
+	Exporter *Exporter `json:"exporter,omitempty"`
+}
+
+// Exporter configures the per-node metrics exporter.
+type Exporter struct {
+	// Enabled runs the exporter. Unset inherits from the base config; unset
+	// along the whole chain means off.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // Resources are Kubernetes quantities for the Valkey container.

@@ -29,6 +29,7 @@ func TestValkeyNodeAdmission(t *testing.T) {
   valkeySettings: {maxmemory: 800mb}
   tlsSecret: my-cluster-tls
   placement: {zones: [zone-a], zoneSpread: required}
+  exporterImage: oliver006/redis_exporter:v1.45.0
   lifecycle: Joining
 `)},
 		{name: "clusterName missing", manifest: nodeManifest("node-x", "  image: valkey/valkey:8.0.1\n  shardIndex: 0\n"),
@@ -82,6 +83,7 @@ func TestValkeyNodeSpecImmutableExceptLifecycle(t *testing.T) {
 		{name: "valkeySettings", mutate: func(s map[string]any) { s["valkeySettings"] = map[string]any{"maxmemory": "1gb"} }, want: []string{"spec.valkeySettings is immutable"}},
 		{name: "tlsSecret added", mutate: func(s map[string]any) { s["tlsSecret"] = "x" }, want: []string{"spec.tlsSecret is immutable"}},
 		{name: "placement added", mutate: func(s map[string]any) { s["placement"] = map[string]any{"zones": []any{"zone-a"}} }, want: []string{"spec.placement is immutable"}},
+		{name: "exporterImage added", mutate: func(s map[string]any) { s["exporterImage"] = "oliver006/redis_exporter:v1.45.0" }, want: []string{"spec.exporterImage is immutable"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.valkeySettings) == has(oldSelf.valkeySettings) && (!has(self.valkeySettings) || self.valkeySettings == oldSelf.valkeySettings)",message="spec.valkeySettings is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="spec.tlsSecret is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.placement) == has(oldSelf.placement) && (!has(self.placement) || self.placement == oldSelf.placement)",message="spec.placement is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.exporterImage) == has(oldSelf.exporterImage) && (!has(self.exporterImage) || self.exporterImage == oldSelf.exporterImage)",message="spec.exporterImage is immutable"
 type ValkeyNodeSpec struct {
 	// ClusterName is the owning ValkeyCluster.
 	// +kubebuilder:validation:MinLength=1
@@ -58,6 +59,11 @@ type ValkeyNodeSpec struct {
 	// Placement is a snapshot of the cluster's placement at node creation.
 	// +optional
 	Placement *Placement `json:"placement,omitempty"`
+
+	// ExporterImage is the metrics exporter's image; set iff the pod runs
+	// the exporter next to Valkey.
+	// +optional
+	ExporterImage string `json:"exporterImage,omitempty"`
 
 	// Lifecycle is the only field that changes.
 	// +optional

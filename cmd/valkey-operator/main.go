@@ -38,6 +38,7 @@ func main() {
 	flag.IntVar(&opts.ClusterWorkers, "cluster-workers", opts.ClusterWorkers, "How many ValkeyClusters are reconciled at once (never the same one twice).")
 	flag.IntVar(&opts.WaveConcurrency, "wave-concurrency", opts.WaveConcurrency, "How many independent actions of one cluster's wave run at once.")
 	flag.DurationVar(&opts.SampleInterval, "sample-interval", opts.SampleInterval, "How often every node's utilisation is sampled and autoscaling decided.")
+	flag.StringVar(&opts.ExporterImage, "exporter-image", opts.ExporterImage, "Image of the metrics exporter run next to Valkey when a ValkeyConfig enables it (spec.exporter).")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -39,7 +38,7 @@ var aclLoads = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"namespace", "cluster", "result"})
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(aclLoads)
+	register(aclLoads)
 }
 
 // ACLReloader makes every node of a cluster run the ACL file the cluster

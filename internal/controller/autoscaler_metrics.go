@@ -2,7 +2,6 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gomomento/valkey-operator/internal/autoscale"
 )
@@ -36,7 +35,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(nodeMemoryPercent, nodeCPUPercent, nodeBandwidthMbps, nodeUsedMemoryBytes,
+	register(nodeMemoryPercent, nodeCPUPercent, nodeBandwidthMbps, nodeUsedMemoryBytes,
 		autoscalingDesiredShards, autoscalingDecisions)
 }
 

@@ -113,7 +113,8 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		vc.Status.State = valkeyv1.StateCreating
 		vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: vc.Spec.Shards, ReplicasPerShard: vc.Spec.ReplicasPerShard}
 	}
-	rc := render.Cluster{Cluster: vc, ClusterDomain: r.Options.ClusterDomain, DefaultZoneSpread: r.Options.DefaultZoneSpread}
+	rc := render.Cluster{Cluster: vc, ClusterDomain: r.Options.ClusterDomain, DefaultZoneSpread: r.Options.DefaultZoneSpread,
+		ExporterImage: r.Options.ExporterImage}
 
 	// Cluster-level objects that do not depend on the TLS material are kept
 	// current even while Invalid.
@@ -202,7 +203,10 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if err := r.buildMembers(ctx, o, conn, desired); err != nil {
 		return ctrlrt.Result{}, err
 	}
-	if err := r.ensureACLSecret(ctx, rc, users, passwords, o.minVersion(res.Version)); err != nil {
+	// The exporter's user outlives the setting until the last pod running
+	// an exporter is replaced, so those keep authenticating meanwhile.
+	exporter := res.Exporter || o.anyExporter()
+	if err := r.ensureACLSecret(ctx, rc, users, passwords, o.minVersion(res.Version), exporter); err != nil {
 		return ctrlrt.Result{}, err
 	}
 	if err := r.ensurePDBs(ctx, rc, shardPods(vc, o)); err != nil {

@@ -42,9 +42,9 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, rc render.Cluster
 	return nil
 }
 
-// ensurePasswords returns the operator's and the replication user's
-// passwords, generating them once. The Secret is read with the uncached
-// reader so a lost cache cannot make the operator mint new passwords.
+// ensurePasswords returns the system users' passwords, generating them
+// once. The Secret is read with the uncached reader so a lost cache cannot
+// make the operator mint new passwords.
 func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Cluster) (render.Passwords, error) {
 	name := render.OperatorAuthSecretName(rc.Cluster.Name)
 	var s corev1.Secret
@@ -53,6 +53,9 @@ func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Clust
 		p, err := render.PasswordsFromSecret(&s)
 		if err != nil {
 			return render.Passwords{}, fmt.Errorf("secret %s: %w", name, err)
+		}
+		if p.Exporter == "" {
+			return r.addExporterPassword(ctx, &s, p)
 		}
 		return p, nil
 	case !apierrors.IsNotFound(err):
@@ -71,9 +74,24 @@ func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Clust
 	return p, nil
 }
 
+// addExporterPassword completes the Secret of a cluster created before the
+// exporter's user existed. The update carries the read's resourceVersion,
+// so two writers cannot both mint one.
+func (r *ClusterReconciler) addExporterPassword(ctx context.Context, s *corev1.Secret, p render.Passwords) (render.Passwords, error) {
+	var err error
+	if p.Exporter, err = render.NewPassword(rand.Reader); err != nil {
+		return render.Passwords{}, fmt.Errorf("generating the exporter password: %w", err)
+	}
+	s.Data[render.KeyExporterPassword] = []byte(p.Exporter)
+	if err := r.Update(ctx, s); err != nil {
+		return render.Passwords{}, fmt.Errorf("adding %s to Secret %s: %w", render.KeyExporterPassword, s.Name, err)
+	}
+	return p, nil
+}
+
 // ensureACLSecret renders the ACL file and writes it when it changed.
-func (r *ClusterReconciler) ensureACLSecret(ctx context.Context, rc render.Cluster, users []resolve.User, p render.Passwords, version string) error {
-	want, err := rc.ACLSecret(users, p, version)
+func (r *ClusterReconciler) ensureACLSecret(ctx context.Context, rc render.Cluster, users []resolve.User, p render.Passwords, version string, exporter bool) error {
+	want, err := rc.ACLSecret(users, p, version, exporter)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,5 +92,72 @@ func TestEnsurePDBs(t *testing.T) {
 	err = c.Get(ctx, client.ObjectKeyFromObject(gone), &policyv1.PodDisruptionBudget{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("budget of a shard that is gone: %v, want deleted", err)
+	}
+}
+
+// ensurePasswords mints every password once, and completes the Secret of a
+// cluster created before the exporter's user existed without touching the
+// other passwords.
+func TestEnsurePasswords(t *testing.T) {
+	ctx := context.Background()
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "ns", UID: "uid-1"}}
+	rc := render.Cluster{Cluster: vc}
+	key := client.ObjectKey{Namespace: "ns", Name: render.OperatorAuthSecretName("cache")}
+	older := render.Passwords{Operator: strings.Repeat("a", 128), Replication: strings.Repeat("b", 128)}
+	complete := older
+	complete.Exporter = strings.Repeat("c", 128)
+	oldSecret := rc.OperatorAuthSecret(older)
+	delete(oldSecret.Data, render.KeyExporterPassword)
+
+	for _, tt := range []struct {
+		name     string
+		existing *corev1.Secret
+		want     func(t *testing.T, got render.Passwords)
+	}{
+		{"new cluster", nil, func(t *testing.T, got render.Passwords) {
+			if got.Operator == "" || got.Replication == "" || got.Exporter == "" {
+				t.Errorf("passwords %+v, want all three", got)
+			}
+		}},
+		{"a Secret from before the exporter", oldSecret, func(t *testing.T, got render.Passwords) {
+			if got.Operator != older.Operator || got.Replication != older.Replication || len(got.Exporter) != 128 {
+				t.Errorf("passwords %+v, want the old two and a new exporter password", got)
+			}
+		}},
+		{"complete", rc.OperatorAuthSecret(complete), func(t *testing.T, got render.Passwords) {
+			if got != complete {
+				t.Errorf("passwords %+v, want %+v", got, complete)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(scheme)
+			if tt.existing != nil {
+				b = b.WithObjects(tt.existing.DeepCopy())
+			}
+			c := b.Build()
+			r := &ClusterReconciler{Client: c, APIReader: c}
+			got, err := r.ensurePasswords(ctx, rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want(t, got)
+			var s corev1.Secret
+			if err := c.Get(ctx, key, &s); err != nil {
+				t.Fatal(err)
+			}
+			stored, err := render.PasswordsFromSecret(&s)
+			if err != nil || stored != got {
+				t.Errorf("the Secret holds %+v, %v; want %+v", stored, err, got)
+			}
+			// Read again: nothing is minted twice.
+			if again, err := r.ensurePasswords(ctx, rc); err != nil || again != got {
+				t.Errorf("second call = %+v, %v; want %+v", again, err, got)
+			}
+		})
 	}
 }

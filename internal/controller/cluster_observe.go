@@ -251,6 +251,16 @@ func (o *observed) minVersion(fallback string) string {
 	return lowest
 }
 
+// anyExporter says whether some node's pod runs the metrics exporter.
+func (o *observed) anyExporter() bool {
+	for _, n := range o.nodes {
+		if n.Spec.ExporterImage != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // allAtLeast9 says whether every member runs Valkey 9 or later, which slot
 // moves through CLUSTER MIGRATESLOTS need.
 func (o *observed) allAtLeast9() bool {

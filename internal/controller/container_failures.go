@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
 )
 
 // CondContainersHealthy reports whether every node's container runs, or is
@@ -43,20 +44,26 @@ type containerFailure struct {
 	node    string
 	reason  string
 	message string
-	// exited: the process ended; with restartPolicy Never the node is lost
-	// and will be replaced.
+	// exited: the Valkey process ended; with restartPolicy Never the node
+	// is lost and will be replaced. An exporter that ends costs only its
+	// metrics.
 	exited bool
 }
 
 // containerFailures lists the failing containers of the cluster's pods,
-// by node name. A pod being deleted is stopping on purpose and is skipped.
+// one per node, the Valkey container's first. A pod being deleted is
+// stopping on purpose and is skipped.
 func containerFailures(o *observed) []containerFailure {
 	var out []containerFailure
 	for name, p := range o.pods {
 		if _, ours := o.nodes[name]; !ours || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+		sort.SliceStable(statuses, func(i, j int) bool {
+			return statuses[i].Name == render.ContainerValkey && statuses[j].Name != render.ContainerValkey
+		})
+		for _, cs := range statuses {
 			if f, ok := failureOf(name, cs); ok {
 				out = append(out, f)
 				break
@@ -84,7 +91,7 @@ func failureOf(node string, cs corev1.ContainerStatus) (containerFailure, bool) 
 	if t.Reason != "" {
 		head += " (" + t.Reason + ")"
 	}
-	return containerFailure{node: node, reason: reason, message: withDetail(head, t.Message), exited: true}, true
+	return containerFailure{node: node, reason: reason, message: withDetail(head, t.Message), exited: cs.Name == render.ContainerValkey}, true
 }
 
 func withDetail(head, detail string) string {

@@ -18,7 +18,16 @@ func podWith(name string, cs corev1.ContainerState) *corev1.Pod {
 	}}
 }
 
+// withExporter adds an exporter container in state cs, listed before the
+// Valkey container as a kubelet may list it.
+func withExporter(p *corev1.Pod, cs corev1.ContainerState) *corev1.Pod {
+	p.Status.ContainerStatuses = append([]corev1.ContainerStatus{{Name: "exporter", State: cs}}, p.Status.ContainerStatuses...)
+	return p
+}
+
 func TestContainerFailures(t *testing.T) {
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	exporterExited := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}
 	deleting := podWith("c-stopping", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}})
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	o := &observed{
@@ -31,7 +40,11 @@ func TestContainerFailures(t *testing.T) {
 			"c-running":  podWith("c-running", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}),
 			"c-done":     podWith("c-done", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}),
 			"c-stopping": deleting,
-			"other-pod":  podWith("other-pod", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}),
+			// An exporter that exits is reported but loses no node.
+			"c-exporter": withExporter(podWith("c-exporter", running), exporterExited),
+			// Both failing: the Valkey container's failure is the one told.
+			"c-both":    withExporter(podWith("c-both", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}), exporterExited),
+			"other-pod": podWith("other-pod", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}),
 		},
 	}
 	for name := range o.pods {
@@ -44,7 +57,9 @@ func TestContainerFailures(t *testing.T) {
 		node, reason, msg string
 		exited            bool
 	}{
+		{"c-both", ReasonContainerExited, "node c-both: container valkey exited with code 1 (Error)", true},
 		{"c-conf", ReasonContainerExited, "node c-conf: container valkey exited with code 1 (Error): Bad directive or wrong number of arguments", true},
+		{"c-exporter", ReasonContainerExited, "node c-exporter: container exporter exited with code 2 (Error)", false},
 		{"c-oom", ReasonOOMKilled, "node c-oom: container valkey exited with code 137 (OOMKilled)", true},
 		{"c-pull", "ImagePullBackOff", `node c-pull: container valkey: ImagePullBackOff: Back-off pulling image "valkey:nope"`, false},
 	}

@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"regexp"
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -33,7 +36,39 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
+	register(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
+}
+
+// registered is every collector the operator adds to the manager's registry.
+var registered []prometheus.Collector
+
+func register(cs ...prometheus.Collector) {
+	metrics.Registry.MustRegister(cs...)
+	registered = append(registered, cs...)
+}
+
+// describedAs is how a Desc prints its name and labels; Desc has no getters.
+var describedAs = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", .*variableLabels: \{([^}]*)\}\}$`)
+
+// MetricLabels maps each of the operator's own metrics, as registered, to
+// its label names: what dashboards and alert rules may query besides the
+// exporter's. A vector with no series yet is missing from a Gather, so
+// this reads the collectors' descriptions.
+func MetricLabels() map[string][]string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		for _, c := range registered {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	out := map[string][]string{}
+	for d := range ch {
+		if m := describedAs.FindStringSubmatch(d.String()); m != nil {
+			out[m[1]] = strings.Split(m[2], ",")
+		}
+	}
+	return out
 }
 
 var allStates = []valkeyv1.ClusterState{valkeyv1.StateCreating, valkeyv1.StateActive, valkeyv1.StateUpdating, valkeyv1.StateInvalid}

@@ -186,7 +186,7 @@ func startPair(t *testing.T, useTLS bool) *pair {
 		t.Skip("no valkey-server installed (make valkey)")
 	}
 	c := &pair{password: "operator-test-password"}
-	acl, err := render.ACLFile(nil, render.Passwords{Operator: c.password, Replication: "repl-test-password"}, "8.0.1")
+	acl, err := render.ACLFile(nil, render.Passwords{Operator: c.password, Replication: "repl-test-password"}, "8.0.1", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
 )
 
 // Options are the operator's process-wide settings.
@@ -39,6 +40,9 @@ type Options struct {
 	// SampleInterval is how often every node's utilisation is sampled and
 	// autoscaling decided.
 	SampleInterval time.Duration
+	// ExporterImage runs the metrics exporter of clusters whose config
+	// enables it; pods created afterwards get a changed one.
+	ExporterImage string
 }
 
 // DefaultOptions are the shipped defaults.
@@ -56,6 +60,7 @@ func DefaultOptions() Options {
 		ClusterWorkers:    4,
 		WaveConcurrency:   16,
 		SampleInterval:    30 * time.Second,
+		ExporterImage:     render.DefaultExporterImage,
 	}
 }
 
@@ -80,6 +85,9 @@ func (o Options) Validate() error {
 	}
 	if o.SampleInterval < time.Second {
 		return fmt.Errorf("sample interval %s: must be at least 1s", o.SampleInterval)
+	}
+	if o.ExporterImage == "" {
+		return fmt.Errorf("exporter image must not be empty")
 	}
 	if o.SlotBatch < 1 {
 		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)

@@ -38,7 +38,10 @@ type ImageMapping struct {
 // hack/install-valkey9.sh installs into valkey9Dir (run through that tree's
 // own dynamic loader, so no chroot is needed), any other tag to the
 // valkey-server and valkey-cli on PATH. An empty valkey9Dir leaves out the
-// Valkey 9 mapping, and a 9.x image then runs the host build.
+// Valkey 9 mapping, and a 9.x image then runs the host build. The metrics
+// exporter's image (oliver006/redis_exporter, whose entrypoint is
+// /redis_exporter) runs Debian's build of the same program, whatever the
+// tag.
 func DefaultImageMappings(valkey9Dir string) []ImageMapping {
 	var m []ImageMapping
 	if valkey9Dir != "" {
@@ -62,6 +65,11 @@ func DefaultImageMappings(valkey9Dir string) []ImageMapping {
 		},
 		DefaultCommand: []string{"valkey-server"},
 		Hint:           "install Valkey with hack/install-valkey.sh",
+	}, ImageMapping{
+		Repository:     "redis_exporter",
+		Commands:       map[string][]string{"redis_exporter": {"prometheus-redis-exporter"}},
+		DefaultCommand: []string{"redis_exporter"},
+		Hint:           "install prometheus-redis-exporter with hack/install-valkey.sh",
 	})
 	return m
 }

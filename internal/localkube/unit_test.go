@@ -3,6 +3,7 @@ package localkube
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,11 +72,15 @@ func TestImageMapping(t *testing.T) {
 		{"valkey/valkey:9.0.1@sha256:abc", "9"},
 		{"bitnami/valkey-cluster:8.0", ""},
 		{"busybox", ""},
+		{"oliver006/redis_exporter:v1.45.0", "exporter"},
+		{"registry.example/mirror/redis_exporter", "exporter"},
 	} {
 		got := findMapping(m, tc.image)
 		switch {
 		case tc.want == "" && got != nil:
 			t.Errorf("%s mapped, want none", tc.image)
+		case tc.want == "exporter" && (got == nil || got.Repository != "redis_exporter"):
+			t.Errorf("%s not mapped to the exporter", tc.image)
 		case tc.want == "9" && (got == nil || got.Tag != "9.*"):
 			t.Errorf("%s not mapped to Valkey 9", tc.image)
 		case tc.want == "8" && (got == nil || got.Tag != ""):
@@ -93,6 +98,12 @@ func TestImageMapping(t *testing.T) {
 	argv, err = resolveArgv(m, "valkey/valkey:8.0.1", nil, []string{"/etc/valkey/valkey.conf"})
 	if err != nil || !strings.HasSuffix(argv[0], "/valkey-server") || argv[1] != "/etc/valkey/valkey.conf" {
 		t.Errorf("argv = %q, %v", argv, err)
+	}
+	// The exporter's container sets only flags, for the image's entrypoint.
+	exporter := []ImageMapping{{Repository: "redis_exporter", Commands: map[string][]string{"redis_exporter": {"/bin/true"}}, DefaultCommand: []string{"redis_exporter"}}}
+	argv, err = resolveArgv(exporter, "oliver006/redis_exporter:v1.45.0", nil, []string{"--redis.user=x"})
+	if err != nil || !slices.Equal(argv, []string{"/bin/true", "--redis.user=x"}) {
+		t.Errorf("exporter argv = %q, %v", argv, err)
 	}
 	_, err = resolveArgv(m, "valkey/valkey:9.0.1", []string{"valkey-server"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "install-valkey9") {

@@ -176,6 +176,24 @@ func TestChartValueVariants(t *testing.T) {
 			t.Errorf("ServiceMonitor endpoints %v: want the Service's metrics port", endpoints)
 		}
 	})
+	t.Run("pod monitor", func(t *testing.T) {
+		objs := mustHelmTemplate(t, "valkey-operator", "metrics: {podMonitor: {enabled: true, labels: {release: prometheus}}}\n")
+		got := find(t, objs, "PodMonitor", "valkey-exporter")
+		if got.GetLabels()["release"] != "prometheus" {
+			t.Errorf("PodMonitor labels %v", got.GetLabels())
+		}
+		want := find(t, kustomizeBuild(t, repoPath(t, "config", "prometheus")), "PodMonitor", "valkey-exporter")
+		if !equality.Semantic.DeepEqual(got.Object["spec"], want.Object["spec"]) {
+			t.Errorf("the chart's PodMonitor spec\n%v\ndiffers from config/prometheus'\n%v", got.Object["spec"], want.Object["spec"])
+		}
+	})
+	t.Run("exporter image", func(t *testing.T) {
+		objs := mustHelmTemplate(t, "helm-exporter", "exporterImage: registry.example/redis_exporter:v1.80.0\n")
+		dep := convert[appsv1.Deployment](t, find(t, objs, "Deployment", "valkey-operator"))
+		if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--exporter-image=registry.example/redis_exporter:v1.80.0") {
+			t.Errorf("args %v", dep.Spec.Template.Spec.Containers[0].Args)
+		}
+	})
 	for name, values := range map[string]string{
 		"two active operators": "leaderElection: {enabled: false}\n",
 		"unknown zone spread":  "defaultZoneSpread: Required\n",

@@ -1,9 +1,8 @@
 package manifests
 
 import (
+	"fmt"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,35 +11,87 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/render"
 )
 
-// exportedMetrics are the metric names the operator registers, read from
-// its source so that a renamed metric fails here instead of silencing an
-// alert.
-func exportedMetrics(t *testing.T) []string {
+// catalogue is what dashboards and alert rules may query: the operator's
+// registered metrics, the exporter's as recorded from the real one
+// (testdata, written by the end-to-end test TestExporterMetrics with
+// VALKEY_E2E_RECORD_EXPORTER=internal/manifests/testdata), and Prometheus'
+// own up.
+type catalogue struct {
+	operator map[string][]string
+	exporter exposition
+	// targetLabels are the labels Prometheus adds to every exporter series.
+	targetLabels []string
+}
+
+func newCatalogue(t *testing.T) catalogue {
 	t.Helper()
-	files, err := filepath.Glob(repoPath(t, "internal", "controller", "*.go"))
+	c := catalogue{
+		operator: controller.MetricLabels(),
+		exporter: readExposition(t, repoPath(t, "internal", "manifests", "testdata", "exporter-primary.prom"),
+			repoPath(t, "internal", "manifests", "testdata", "exporter-replica.prom")),
+		// What the Prometheus Operator sets for a PodMonitor target.
+		targetLabels: []string{"namespace", "pod", "container", "endpoint", "job", "instance"},
+	}
+	pm := find(t, kustomizeBuild(t, repoPath(t, "config", "prometheus")), "PodMonitor", "valkey-exporter")
+	endpoints, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	for _, e := range endpoints {
+		relabelings, _, _ := unstructured.NestedSlice(e.(map[string]any), "relabelings")
+		for _, r := range relabelings {
+			if l, ok := r.(map[string]any)["targetLabel"].(string); ok {
+				c.targetLabels = append(c.targetLabels, l)
+			}
+		}
+	}
+	if len(c.operator) == 0 || len(c.exporter) == 0 {
+		t.Fatalf("empty catalogue: %d operator metrics, %d exporter metrics", len(c.operator), len(c.exporter))
+	}
+	return c
+}
+
+// check parses expr and returns what is wrong with the metrics it reads: a
+// name nobody exposes, a label the metric does not have, or a literal
+// value no recorded series has (quantile="0.99" where the exporter writes
+// "99").
+func (c catalogue) check(expr string) []error {
+	sels, err := parsePromQL(expr)
 	if err != nil {
-		t.Fatal(err)
+		return []error{err}
 	}
-	re := regexp.MustCompile(`Name:\s+"(valkey_[a-z_]+)"`)
-	var out []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
-			out = append(out, m[1])
+	var errs []error
+	for _, s := range sels {
+		opLabels, isOperator := c.operator[s.metric]
+		switch {
+		case s.metric == "up":
+		case isOperator:
+			for _, m := range s.matchers {
+				if !slices.Contains(opLabels, m.label) {
+					errs = append(errs, fmt.Errorf("%s has no label %s (it has %q)", s.metric, m.label, opLabels))
+				}
+			}
+		case c.exporter[s.metric] != nil:
+			for _, m := range s.matchers {
+				if slices.Contains(c.targetLabels, m.label) {
+					continue
+				}
+				values, ok := c.exporter[s.metric][m.label]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("%s has no label %s in the recorded scrapes", s.metric, m.label))
+				case m.op == "=" && !strings.Contains(m.value, "$") && !values[m.value]:
+					errs = append(errs, fmt.Errorf("no recorded %s has %s=%q", s.metric, m.label, m.value))
+				}
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s is neither an operator metric nor in the recorded exporter scrapes", s.metric))
 		}
 	}
-	if len(out) == 0 {
-		t.Fatal("found no metric in internal/controller")
-	}
-	return out
+	return errs
 }
 
 type promRule struct {
@@ -65,16 +116,13 @@ func TestPrometheusRulesUseExportedMetrics(t *testing.T) {
 	if err := yaml.Unmarshal(data, &rule); err != nil {
 		t.Fatal(err)
 	}
-	metrics := exportedMetrics(t)
-	name := regexp.MustCompile(`\bvalkey_[a-z_]+\b`)
+	cat := newCatalogue(t)
 	var alerts []string
 	for _, g := range rule.Spec.Groups {
 		for _, r := range g.Rules {
 			alerts = append(alerts, r.Alert)
-			for _, m := range name.FindAllString(r.Expr, -1) {
-				if !slices.Contains(metrics, m) {
-					t.Errorf("alert %s uses %s, which the operator does not export (it exports %v)", r.Alert, m, metrics)
-				}
+			for _, err := range cat.check(r.Expr) {
+				t.Errorf("alert %s: %v", r.Alert, err)
 			}
 			if r.For != "" {
 				if _, err := time.ParseDuration(r.For); err != nil {
@@ -86,7 +134,8 @@ func TestPrometheusRulesUseExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"ValkeyClusterCertificateExpiringSoon", "ValkeyClusterNotActive", "ValkeyClusterDegraded", "ValkeyClusterSlotsUnassigned", "ValkeyOperatorDown"} {
+	for _, want := range []string{"ValkeyClusterCertificateExpiringSoon", "ValkeyClusterNotActive", "ValkeyClusterDegraded", "ValkeyClusterSlotsUnassigned", "ValkeyOperatorDown",
+		"ValkeyMemoryNearMaxmemory", "ValkeyReplicationBroken", "ValkeyClusterStateFail", "ValkeyExporterDown"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s among %v", want, alerts)
 		}
@@ -116,5 +165,59 @@ func TestServiceMonitorSelectsMetricsService(t *testing.T) {
 	}
 	if !strings.Contains(string(rules), `job="`+svc.Name+`"`) {
 		t.Errorf("the operator-down alert does not match job %q", svc.Name)
+	}
+}
+
+// The PodMonitor finds the exporter on the pods the operator renders: their
+// labels, the exporter's port by name, and the pod labels it copies into
+// cluster and shard; the exporter-down alert matches its job.
+func TestPodMonitorSelectsExporters(t *testing.T) {
+	pm := find(t, kustomizeBuild(t, repoPath(t, "config", "prometheus")), "PodMonitor", "valkey-exporter")
+	podLabels := render.PodLabels("my-cluster", 2)
+	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	if len(sel) == 0 {
+		t.Fatal("the PodMonitor selects every pod")
+	}
+	for k, v := range sel {
+		if podLabels[k] != v {
+			t.Errorf("PodMonitor selects %v; Valkey pods have labels %v", sel, podLabels)
+		}
+	}
+	if any, _, _ := unstructured.NestedBool(pm.Object, "spec", "namespaceSelector", "any"); !any {
+		t.Error("the PodMonitor does not look in every namespace")
+	}
+	endpoints, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(endpoints) != 1 {
+		t.Fatalf("endpoints %v", endpoints)
+	}
+	ep := endpoints[0].(map[string]any)
+	if ep["port"] != render.PortNameExporter {
+		t.Errorf("PodMonitor scrapes port %v, the exporter's is %q", ep["port"], render.PortNameExporter)
+	}
+	// Prometheus exposes pod label a.b/c-d as __meta_kubernetes_pod_label_a_b_c_d.
+	meta := func(label string) string {
+		return "__meta_kubernetes_pod_label_" + strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(label)
+	}
+	want := map[string]string{"cluster": meta(valkeyv1.LabelInstance), "shard": meta(valkeyv1.LabelShardIndex)}
+	relabelings, _, _ := unstructured.NestedSlice(ep, "relabelings")
+	got := map[string]string{}
+	for _, r := range relabelings {
+		m := r.(map[string]any)
+		src, _ := m["sourceLabels"].([]any)
+		if len(src) == 1 {
+			got[fmt.Sprint(m["targetLabel"])] = fmt.Sprint(src[0])
+		}
+	}
+	for target, source := range want {
+		if got[target] != source {
+			t.Errorf("relabeling to %s reads %q, want %q", target, got[target], source)
+		}
+	}
+	rules, err := os.ReadFile(repoPath(t, "config", "prometheus", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := pm.GetNamespace() + "/" + pm.GetName(); !strings.Contains(string(rules), `job="`+job+`"`) {
+		t.Errorf("the exporter-down alert does not match job %q", job)
 	}
 }

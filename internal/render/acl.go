@@ -11,7 +11,7 @@ import (
 // ACLFile renders the ACL file of a cluster from its merged, role-resolved
 // bindings (in order), the system users' passwords and the lowest Valkey
 // version (MAJOR.MINOR.PATCH) any of its nodes runs, which decides the
-// replication user's grants.
+// replication user's grants. exporter adds the metrics exporter's user.
 //
 // Per binding: "user <name> on", each password hash as #<hash>,
 // resetchannels, then the first permission's keys, channels, role categories
@@ -19,7 +19,7 @@ import (
 // selector "( ... )" of the same shape. Categories precede commands, each in
 // list order, because Valkey applies rules left to right and a command deny
 // must follow the category allow it narrows.
-func ACLFile(users []resolve.User, p Passwords, valkeyVersion string) (string, error) {
+func ACLFile(users []resolve.User, p Passwords, valkeyVersion string, exporter bool) (string, error) {
 	opGrants, replGrants, err := systemGrantsFor(valkeyVersion)
 	if err != nil {
 		return "", err
@@ -46,6 +46,12 @@ func ACLFile(users []resolve.User, p Passwords, valkeyVersion string) (string, e
 	}
 	b.WriteString(systemUserLine(OperatorUser, p.Operator, opGrants))
 	b.WriteString(systemUserLine(ReplicationUser, p.Replication, replGrants))
+	if exporter {
+		if p.Exporter == "" {
+			return "", fmt.Errorf("no password for %s", ExporterUser)
+		}
+		b.WriteString(systemUserLine(ExporterUser, p.Exporter, exporterGrants))
+	}
 	return b.String(), nil
 }
 

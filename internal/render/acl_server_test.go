@@ -34,8 +34,9 @@ func TestACLFileLoadsInValkey(t *testing.T) {
 	}
 
 	tests := []struct {
-		name  string
-		users []resolve.User
+		name     string
+		users    []resolve.User
+		exporter bool
 		// check runs against the loaded server.
 		check func(t *testing.T, addr string, version valkey.Version)
 	}{
@@ -95,11 +96,56 @@ func TestACLFileLoadsInValkey(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:     "exporter: server state only, no data, no credential",
+			users:    []resolve.User{admin},
+			exporter: true,
+			check: func(t *testing.T, addr string, version valkey.Version) {
+				c := dial(t, addr)
+				c.must(t, "AUTH", "admin", adminPassword)
+				assertUsers(t, c, "_momento_operator", "_momento_repl", "_momento_exporter", "admin", "default")
+				c.must(t, "SET", "k", "v")
+				for _, tc := range []struct {
+					args []string
+					ok   bool
+				}{
+					// What redis_exporter sends on each scrape.
+					{[]string{"info", "all"}, true},
+					{[]string{"info", "get", "*"}, true}, // its --config-command=INFO
+					{[]string{"cluster", "info"}, true},
+					{[]string{"latency", "latest"}, true},
+					{[]string{"slowlog", "len"}, true},
+					{[]string{"slowlog", "get", "1"}, false}, // arguments of slow commands
+					{[]string{"config", "get", "*"}, false},  // primaryauth in plaintext
+					{[]string{"config", "get", "primaryauth"}, false},
+					{[]string{"client", "setname", "x"}, false},
+					{[]string{"client", "list"}, false},
+					{[]string{"get", "k"}, false},
+					{[]string{"scan", "0"}, false},
+					{[]string{"keys", "*"}, false},
+					{[]string{"dbsize"}, false},
+					{[]string{"acl", "list"}, false},
+					{[]string{"monitor"}, false},
+					{[]string{"subscribe", "x"}, false},
+				} {
+					reply, err := c.do(append([]string{"ACL", "DRYRUN", ExporterUser}, tc.args...)...)
+					allowed := err == nil && reply == "OK"
+					if allowed != tc.ok {
+						t.Errorf("ACL DRYRUN %s %q = %v, %v; want allowed=%v", ExporterUser, tc.args, reply, err, tc.ok)
+					}
+				}
+				e := dial(t, addr)
+				e.must(t, "AUTH", ExporterUser, testPasswords.Exporter)
+				if got := e.must(t, "INFO", "GET", "*"); got != "" {
+					t.Errorf("INFO GET * = %q, want an empty reply", got)
+				}
+			},
+		},
 	}
 	for _, server := range valkeyServers(t) {
 		for _, tt := range tests {
 			t.Run(server.name+"/"+tt.name, func(t *testing.T) {
-				file, err := ACLFile(tt.users, testPasswords, server.version)
+				file, err := ACLFile(tt.users, testPasswords, server.version, tt.exporter)
 				if err != nil {
 					t.Fatal(err)
 				}

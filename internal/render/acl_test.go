@@ -14,7 +14,7 @@ const (
 )
 
 var (
-	testPasswords = Passwords{Operator: strings.Repeat("0", 128), Replication: strings.Repeat("1", 128)}
+	testPasswords = Passwords{Operator: strings.Repeat("0", 128), Replication: strings.Repeat("1", 128), Exporter: strings.Repeat("2", 128)}
 
 	readWriteRole = v1alpha1.ValkeyRoleSpec{
 		Categories: []v1alpha1.CategoryRule{{Name: "read", Access: v1alpha1.RuleAllow}, {Name: "write", Access: v1alpha1.RuleAllow}},
@@ -118,7 +118,7 @@ func TestACLFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ACLFile(tt.users, testPasswords, "9.0.1")
+			got, err := ACLFile(tt.users, testPasswords, "9.0.1", false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,10 +129,32 @@ func TestACLFile(t *testing.T) {
 	}
 }
 
+// The exporter's user comes last, only when asked for, and never without a
+// password.
+func TestACLFileExporterUser(t *testing.T) {
+	got, err := ACLFile(nil, testPasswords, "9.0.1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "user default on nopass ~* &* +@all\n" + systemLines() +
+		"user _momento_exporter on #" + passwordHash(testPasswords.Exporter) + " resetchannels +info +cluster|info +latency|latest +slowlog|len\n"
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	noExporter := testPasswords
+	noExporter.Exporter = ""
+	if _, err := ACLFile(nil, noExporter, "9.0.1", true); err == nil || !strings.Contains(err.Error(), "_momento_exporter") {
+		t.Fatalf("err = %v, want one naming the exporter's user", err)
+	}
+	if _, err := ACLFile(nil, noExporter, "9.0.1", false); err != nil {
+		t.Fatalf("without the exporter its password is not needed: %v", err)
+	}
+}
+
 func TestACLFileRefusesMismatchedRoles(t *testing.T) {
 	u := teamBatch
 	u.Roles = u.Roles[:1]
-	if _, err := ACLFile([]resolve.User{u}, testPasswords, "9.0.1"); err == nil {
+	if _, err := ACLFile([]resolve.User{u}, testPasswords, "9.0.1", false); err == nil {
 		t.Fatal("want an error for a user with fewer roles than permissions")
 	}
 }
@@ -164,7 +186,7 @@ func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
-			got, err := ACLFile(nil, testPasswords, tt.version)
+			got, err := ACLFile(nil, testPasswords, tt.version, false)
 			if tt.err {
 				if err == nil {
 					t.Fatal("want an error")

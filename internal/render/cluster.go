@@ -18,6 +18,22 @@ type Cluster struct {
 	// DefaultZoneSpread applies to pods whose placement does not choose;
 	// bestEffort when empty.
 	DefaultZoneSpread v1alpha1.ZoneSpread
+	// ExporterImage runs the metrics exporter of clusters that enable it;
+	// DefaultExporterImage when empty.
+	ExporterImage string
+}
+
+// DefaultExporterImage is the exporter the pod's flags and the exporter's
+// grants are written for: 1.45.0 is the release Debian bookworm packages,
+// which the local runtime runs. Later releases take the same flags but may
+// send commands the exporter's user is refused, losing those metrics.
+const DefaultExporterImage = "oliver006/redis_exporter:v1.45.0"
+
+func (c Cluster) exporterImage() string {
+	if c.ExporterImage == "" {
+		return DefaultExporterImage
+	}
+	return c.ExporterImage
 }
 
 // TLS says whether the cluster's nodes are TLS-only.

@@ -47,7 +47,7 @@ func TestValkeyConfStartsValkey(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				acl, err := ACLFile([]resolve.User{admin}, testPasswords, server.version)
+				acl, err := ACLFile([]resolve.User{admin}, testPasswords, server.version, false)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -39,6 +39,8 @@ const (
 	KeyOperatorPassword = "operator-password"
 	// KeyReplicationPassword authenticates replicas to their primary.
 	KeyReplicationPassword = "repl-password"
+	// KeyExporterPassword authenticates the metrics exporter.
+	KeyExporterPassword = "exporter-password"
 	// KeyPrimaryAuth is the config fragment carrying the replication
 	// password, included by valkey.conf so the password stays in a Secret.
 	KeyPrimaryAuth = "primaryauth.conf"

@@ -29,6 +29,9 @@ func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSp
 	if c.TLS() {
 		spec.TLSSecret = NodeTLSSecretName(c.Cluster.Name)
 	}
+	if r.Exporter {
+		spec.ExporterImage = c.exporterImage()
+	}
 	return spec, nil
 }
 

@@ -11,10 +11,12 @@ import (
 func TestNode(t *testing.T) {
 	placement := &v1alpha1.Placement{Zones: []string{"a", "b"}, NodeSelector: map[string]string{"pool": "valkey"}}
 	tests := []struct {
-		name     string
-		tls      bool
-		joinType string
-		want     func(n *v1alpha1.ValkeyNode)
+		name          string
+		tls           bool
+		joinType      string
+		exporter      bool
+		exporterImage string // Cluster.ExporterImage
+		want          func(n *v1alpha1.ValkeyNode)
 	}{
 		{name: "bootstrap node has no join type", want: func(*v1alpha1.ValkeyNode) {}},
 		{
@@ -32,12 +34,31 @@ func TestNode(t *testing.T) {
 				n.Spec.ValkeySettings, _ = Settings(testResolved.Valkey, true)
 			},
 		},
+		{
+			name:     "the exporter, in the shipped image by default",
+			exporter: true,
+			want:     func(n *v1alpha1.ValkeyNode) { n.Spec.ExporterImage = "oliver006/redis_exporter:v1.45.0" },
+		},
+		{
+			name:          "the exporter in the operator's image",
+			exporter:      true,
+			exporterImage: "registry.example/redis_exporter:v1.80.0",
+			want:          func(n *v1alpha1.ValkeyNode) { n.Spec.ExporterImage = "registry.example/redis_exporter:v1.80.0" },
+		},
+		{
+			name:          "an exporter image alone runs no exporter",
+			exporterImage: "registry.example/redis_exporter:v1.80.0",
+			want:          func(*v1alpha1.ValkeyNode) {},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := testCluster(tt.tls)
 			c.Cluster.Spec.Placement = placement
-			got, err := c.Node(testNodeName, testResolved, 2, tt.joinType)
+			c.ExporterImage = tt.exporterImage
+			r := *testResolved
+			r.Exporter = tt.exporter
+			got, err := c.Node(testNodeName, &r, 2, tt.joinType)
 			if err != nil {
 				t.Fatal(err)
 			}

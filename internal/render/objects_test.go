@@ -37,11 +37,11 @@ func TestService(t *testing.T) {
 
 func TestACLSecret(t *testing.T) {
 	c := testCluster(false)
-	got, err := c.ACLSecret([]resolve.User{teamBatch}, testPasswords, "9.0.1")
+	got, err := c.ACLSecret([]resolve.User{teamBatch}, testPasswords, "9.0.1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, _ := ACLFile([]resolve.User{teamBatch}, testPasswords, "9.0.1")
+	file, _ := ACLFile([]resolve.User{teamBatch}, testPasswords, "9.0.1", false)
 	want := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "my-cluster-acl", Namespace: testNamespace, Labels: managedLabels, OwnerReferences: clusterOwner()},
 		Type:       corev1.SecretTypeOpaque,
@@ -49,7 +49,7 @@ func TestACLSecret(t *testing.T) {
 	}
 	assertEqual(t, got, want)
 
-	if _, err := c.ACLSecret(nil, testPasswords, "latest"); err == nil || !strings.Contains(err.Error(), "my-app/my-cluster") {
+	if _, err := c.ACLSecret(nil, testPasswords, "latest", false); err == nil || !strings.Contains(err.Error(), "my-app/my-cluster") {
 		t.Fatalf("err = %v, want an error naming the cluster", err)
 	}
 }

@@ -11,9 +11,11 @@ import (
 // Outdated says whether an existing node must be replaced to match desired,
 // and why, for the status message and the log. Only what a running node
 // cannot take in place counts: image, cpu, memory, valkey settings, zones
-// (as a set) and nodeSelector. zoneSpread and pod annotations only affect
-// pods created later or are patched in place; lifecycle is the node's own
-// progress. A missing map and an empty one are the same.
+// (as a set), nodeSelector and whether the pod runs the metrics exporter.
+// zoneSpread, the exporter's image and pod annotations only affect pods
+// created later or are patched in place (a new operator release with
+// another exporter image must not roll every cluster); lifecycle is the
+// node's own progress. A missing map and an empty one are the same.
 func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 	switch {
 	case existing.Image != desired.Image:
@@ -32,6 +34,12 @@ func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 	}
 	if key, ok := firstDifference(ep.NodeSelector, dp.NodeSelector); ok {
 		return true, fmt.Sprintf("nodeSelector %q changed", key)
+	}
+	switch had, wants := existing.ExporterImage != "", desired.ExporterImage != ""; {
+	case wants && !had:
+		return true, "metrics exporter enabled"
+	case had && !wants:
+		return true, "metrics exporter disabled"
 	}
 	return false, ""
 }

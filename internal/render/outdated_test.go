@@ -23,10 +23,12 @@ func TestOutdated(t *testing.T) {
 			Lifecycle: v1alpha1.LifecycleActive,
 		}
 	}
+	const exporterV1, exporterV2 = "oliver006/redis_exporter:v1.45.0", "oliver006/redis_exporter:v1.80.0"
 	tests := []struct {
-		name   string
-		change func(s *v1alpha1.ValkeyNodeSpec)
-		want   string // empty: not outdated
+		name     string
+		existing func(s *v1alpha1.ValkeyNodeSpec) // base() unless set
+		change   func(s *v1alpha1.ValkeyNodeSpec)
+		want     string // empty: not outdated
 	}{
 		{name: "same", change: func(*v1alpha1.ValkeyNodeSpec) {}},
 		{name: "image", change: func(s *v1alpha1.ValkeyNodeSpec) { s.Image = "valkey/valkey:9.0.1" },
@@ -50,12 +52,21 @@ func TestOutdated(t *testing.T) {
 		{name: "zoneSpread only affects new pods", change: func(s *v1alpha1.ValkeyNodeSpec) { s.Placement.ZoneSpread = v1alpha1.ZoneSpreadRequired }},
 		{name: "lifecycle is progress", change: func(s *v1alpha1.ValkeyNodeSpec) { s.Lifecycle = v1alpha1.LifecycleJoining }},
 		{name: "shard index is not a setting", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ShardIndex = 3 }},
+		{name: "exporter enabled", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ExporterImage = exporterV2 },
+			want: "metrics exporter enabled"},
+		{name: "exporter disabled", existing: func(s *v1alpha1.ValkeyNodeSpec) { s.ExporterImage = exporterV1 },
+			change: func(*v1alpha1.ValkeyNodeSpec) {}, want: "metrics exporter disabled"},
+		{name: "a new exporter image only reaches new pods", existing: func(s *v1alpha1.ValkeyNodeSpec) { s.ExporterImage = exporterV1 },
+			change: func(s *v1alpha1.ValkeyNodeSpec) { s.ExporterImage = exporterV2 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			desired := base()
+			existing, desired := base(), base()
+			if tt.existing != nil {
+				tt.existing(&existing)
+			}
 			tt.change(&desired)
-			got, why := Outdated(base(), desired)
+			got, why := Outdated(existing, desired)
 			if got != (tt.want != "") || why != tt.want {
 				t.Fatalf("Outdated = %v %q, want %q", got, why, tt.want)
 			}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,15 +11,15 @@ import (
 )
 
 func TestNewPasswords(t *testing.T) {
-	random := append(bytes.Repeat([]byte{0x01}, 64), bytes.Repeat([]byte{0xfe}, 64)...)
+	random := slices.Concat(bytes.Repeat([]byte{0x01}, 64), bytes.Repeat([]byte{0xfe}, 64), bytes.Repeat([]byte{0x7a}, 64))
 	p, err := NewPasswords(bytes.NewReader(random))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Operator != strings.Repeat("01", 64) || p.Replication != strings.Repeat("fe", 64) {
+	if p.Operator != strings.Repeat("01", 64) || p.Replication != strings.Repeat("fe", 64) || p.Exporter != strings.Repeat("7a", 64) {
 		t.Fatalf("got %+v", p)
 	}
-	if _, err := NewPasswords(bytes.NewReader(random[:100])); err == nil {
+	if _, err := NewPasswords(bytes.NewReader(random[:150])); err == nil {
 		t.Fatal("want an error when randomness runs out")
 	}
 }
@@ -33,9 +34,20 @@ func TestPasswordsFromSecret(t *testing.T) {
 	tests := []struct {
 		name    string
 		secret  *corev1.Secret
+		want    Passwords
 		wantErr string
 	}{
-		{name: "round trip", secret: secret(func(map[string][]byte) {})},
+		{name: "round trip", secret: secret(func(map[string][]byte) {}), want: good},
+		{
+			name:   "a Secret from before the exporter's user",
+			secret: secret(func(d map[string][]byte) { delete(d, KeyExporterPassword) }),
+			want:   Passwords{Operator: good.Operator, Replication: good.Replication},
+		},
+		{
+			name:    "a malformed exporter password",
+			secret:  secret(func(d map[string][]byte) { d[KeyExporterPassword] = []byte("aaaa") }),
+			wantErr: `key "exporter-password" is not 128 lowercase hex characters`,
+		},
 		{
 			name:    "missing operator password",
 			secret:  secret(func(d map[string][]byte) { delete(d, KeyOperatorPassword) }),
@@ -69,7 +81,7 @@ func TestPasswordsFromSecret(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != good {
+			if err != nil || got != tt.want {
 				t.Fatalf("got %+v, %v", got, err)
 			}
 		})
@@ -87,6 +99,7 @@ func TestOperatorAuthSecret(t *testing.T) {
 		Data: map[string][]byte{
 			"operator-password": []byte(testPasswords.Operator),
 			"repl-password":     []byte(testPasswords.Replication),
+			"exporter-password": []byte(testPasswords.Exporter),
 			"primaryauth.conf":  []byte("primaryauth " + testPasswords.Replication + "\n"),
 		},
 	}

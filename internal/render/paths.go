@@ -10,6 +10,9 @@ const (
 	TLSDir    = "/etc/valkey/tls"
 	AuthDir   = "/etc/valkey/auth"
 	DataDir   = "/var/lib/valkey"
+	// ExporterTLSDir holds only the CA, in the exporter's container: it
+	// verifies the node and must not read the node's private key.
+	ExporterTLSDir = "/etc/valkey/exporter-tls"
 )
 
 // Files inside those directories.
@@ -21,6 +24,7 @@ var (
 	TLSCertFile     = path.Join(TLSDir, keyTLSCert)
 	TLSKeyFile      = path.Join(TLSDir, keyTLSKey)
 	TLSCAFile       = path.Join(TLSDir, keyTLSCA)
+	ExporterCAFile  = path.Join(ExporterTLSDir, keyTLSCA)
 )
 
 // Volume names in the pod spec.
@@ -30,4 +34,6 @@ const (
 	volumeACL    = "acl"
 	volumeAuth   = "auth"
 	volumeTLS    = "tls"
+	// volumeExporterCA is the node's TLS Secret again, with only the CA.
+	volumeExporterCA = "exporter-ca"
 )

@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"maps"
+	"net"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,8 +14,12 @@ import (
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
 )
 
-// containerName of the single Valkey container.
-const containerName = "valkey"
+// Container names. The Valkey container's exit loses the node; the
+// exporter's only loses its metrics.
+const (
+	ContainerValkey   = "valkey"
+	ContainerExporter = "exporter"
+)
 
 // valkeyUID is the valkey user of the official images; the server runs as it
 // because the command bypasses the image entrypoint that would drop root.
@@ -54,6 +60,10 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 	if placement == nil {
 		placement = &v1alpha1.Placement{}
 	}
+	containers := []corev1.Container{container(node, resources)}
+	if node.Spec.ExporterImage != "" {
+		containers = append(containers, c.exporterContainer(node))
+	}
 
 	return &corev1.Pod{
 		ObjectMeta: meta,
@@ -71,7 +81,7 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 				FSGroup:        ptr.To(valkeyUID),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			Containers:                []corev1.Container{container(node, resources)},
+			Containers:                containers,
 			Volumes:                   volumes(node),
 			NodeSelector:              maps.Clone(placement.NodeSelector),
 			Tolerations:               tolerations(),
@@ -83,7 +93,7 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 
 func container(node *v1alpha1.ValkeyNode, resources corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
-		Name:    containerName,
+		Name:    ContainerValkey,
 		Image:   node.Spec.Image,
 		Command: []string{"valkey-server"},
 		// The announce flags make peers learn the pod IP from the node
@@ -115,6 +125,75 @@ func container(node *v1alpha1.ValkeyNode, resources corev1.ResourceRequirements)
 			FailureThreshold:    3,
 		},
 		VolumeMounts: volumeMounts(node),
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
+// exporterResources are small and fixed: without key checks the exporter
+// holds one scrape's INFO at a time. Requests equal limits so that a pod
+// whose Valkey container is Guaranteed stays Guaranteed.
+var exporterResources = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("64Mi"),
+}
+
+// exporterPasswordEnv is where redis_exporter reads its password. Its
+// --redis.password-file is a JSON map keyed by the exact address scraped,
+// which differs per pod, so a key of the cluster's Secret can only reach it
+// as this variable.
+const exporterPasswordEnv = "REDIS_PASSWORD"
+
+// exporterContainer runs redis_exporter against this pod's Valkey only, as
+// ExporterUser. It has no probe: with restartPolicy Never a probe failure
+// would kill it for good, and a dead exporter shows as a failed scrape and
+// in ContainersHealthy, never as a lost node.
+func (c Cluster) exporterContainer(node *v1alpha1.ValkeyNode) corev1.Container {
+	port := strconv.Itoa(int(PortValkey))
+	addr := "redis://" + net.JoinHostPort("$(POD_IP)", port)
+	var tlsArgs []string
+	var mounts []corev1.VolumeMount
+	if node.Spec.TLSSecret != "" {
+		// The certificate names the pod's DNS name, not its IP; the kubelet
+		// writes that name into the pod's own /etc/hosts.
+		addr = "rediss://" + net.JoinHostPort(PodFQDN(node.Name, node.Spec.ClusterName, node.Namespace, c.ClusterDomain), port)
+		tlsArgs = []string{"--tls-ca-cert-file=" + ExporterCAFile}
+		mounts = []corev1.VolumeMount{{Name: volumeExporterCA, MountPath: ExporterTLSDir, ReadOnly: true}}
+	}
+	args := []string{
+		"--redis.addr=" + addr,
+		"--redis.user=" + ExporterUser,
+		// The pod IP, like Valkey's bind, never a wildcard: see forcedAlways.
+		"--web.listen-address=" + net.JoinHostPort("$(POD_IP)", strconv.Itoa(int(PortExporter))),
+		// CONFIG GET is not granted (it returns primaryauth); asked
+		// "INFO GET *" instead, Valkey answers with nothing rather than a
+		// refusal that would count as an error and an ACL LOG entry on
+		// every scrape. maxmemory still comes from INFO.
+		"--config-command=INFO",
+		// CLIENT SETNAME is not granted either; ACL LOG and CLIENT LIST
+		// name the user.
+		"--set-client-name=false",
+		// Below Prometheus' default scrape timeout, so a node that does not
+		// answer shows as redis_up 0 instead of a failed scrape.
+		"--connection-timeout=5s",
+	}
+	return corev1.Container{
+		Name:  ContainerExporter,
+		Image: node.Spec.ExporterImage,
+		Args:  append(args, tlsArgs...),
+		Env: []corev1.EnvVar{
+			fieldEnv("POD_IP", "status.podIP"),
+			{Name: exporterPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: OperatorAuthSecretName(node.Spec.ClusterName)},
+				Key:                  KeyExporterPassword,
+			}}},
+		},
+		Ports:        []corev1.ContainerPort{{Name: PortNameExporter, ContainerPort: PortExporter, Protocol: corev1.ProtocolTCP}},
+		Resources:    corev1.ResourceRequirements{Requests: exporterResources, Limits: exporterResources.DeepCopy()},
+		VolumeMounts: mounts,
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),
@@ -173,6 +252,13 @@ func volumes(node *v1alpha1.ValkeyNode) []corev1.Volume {
 			SecretName:  node.Spec.TLSSecret,
 			DefaultMode: ptr.To(secretFileMode),
 		}}})
+		if node.Spec.ExporterImage != "" {
+			vs = append(vs, corev1.Volume{Name: volumeExporterCA, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName:  node.Spec.TLSSecret,
+				Items:       []corev1.KeyToPath{{Key: keyTLSCA, Path: keyTLSCA}},
+				DefaultMode: ptr.To(secretFileMode),
+			}}})
+		}
 	}
 	return vs
 }

@@ -116,6 +116,37 @@ func wantPod() *corev1.Pod {
 	}
 }
 
+// wantExporter is the exporter container of testNode, plaintext.
+func wantExporter() corev1.Container {
+	q := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	return corev1.Container{
+		Name:  "exporter",
+		Image: "oliver006/redis_exporter:v1.45.0",
+		Args: []string{
+			"--redis.addr=redis://$(POD_IP):6379",
+			"--redis.user=_momento_exporter",
+			"--web.listen-address=$(POD_IP):9121",
+			"--config-command=INFO",
+			"--set-client-name=false",
+			"--connection-timeout=5s",
+		},
+		Env: []corev1.EnvVar{
+			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			// A reference only: the password is never in the pod spec.
+			{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "my-cluster-operator-auth"}, Key: "exporter-password",
+			}}},
+		},
+		Ports:     []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9121, Protocol: corev1.ProtocolTCP}},
+		Resources: corev1.ResourceRequirements{Requests: q, Limits: q},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
 func TestPod(t *testing.T) {
 	instance := &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/instance": testClusterName}}
 	clusterZoneSpread := corev1.TopologySpreadConstraint{
@@ -129,6 +160,7 @@ func TestPod(t *testing.T) {
 		defaultSpread v1alpha1.ZoneSpread
 		annotations   map[string]string
 		cpu, memory   string
+		exporter      bool
 		want          func(p *corev1.Pod)
 	}{
 		{name: "plaintext", want: func(*corev1.Pod) {}},
@@ -183,6 +215,35 @@ func TestPod(t *testing.T) {
 			},
 		},
 		{
+			name:     "exporter, plaintext",
+			exporter: true,
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers = append(p.Spec.Containers, wantExporter())
+			},
+		},
+		{
+			name:     "exporter, tls: verifies the pod's name against the CA, and sees no key",
+			tls:      true,
+			exporter: true,
+			want: func(p *corev1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: "/etc/valkey/tls", ReadOnly: true})
+				e := wantExporter()
+				e.Args[0] = "--redis.addr=rediss://my-cluster-1a4f2.my-cluster.my-app.svc.cluster.local:6379"
+				e.Args = append(e.Args, "--tls-ca-cert-file=/etc/valkey/exporter-tls/ca.crt")
+				e.VolumeMounts = []corev1.VolumeMount{{Name: "exporter-ca", MountPath: "/etc/valkey/exporter-tls", ReadOnly: true}}
+				p.Spec.Containers = append(p.Spec.Containers, e)
+				p.Spec.Volumes = append(p.Spec.Volumes,
+					corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+						SecretName: "my-cluster-node-tls", DefaultMode: ptr.To[int32](0o440),
+					}}},
+					corev1.Volume{Name: "exporter-ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+						SecretName: "my-cluster-node-tls", DefaultMode: ptr.To[int32](0o440),
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+					}}})
+			},
+		},
+		{
 			name:   "memory only",
 			cpu:    "-",
 			memory: "2Gi",
@@ -201,6 +262,9 @@ func TestPod(t *testing.T) {
 				c.Cluster.Spec.PodAnnotations = tt.annotations
 			}
 			node := testNode(c, 1)
+			if tt.exporter {
+				node.Spec.ExporterImage = DefaultExporterImage
+			}
 			for dst, v := range map[*string]string{&node.Spec.CPU: tt.cpu, &node.Spec.Memory: tt.memory} {
 				switch v {
 				case "":

@@ -8,3 +8,10 @@ const (
 	PortNameValkey       = "valkey"
 	PortNameBus          = "valkey-bus"
 )
+
+// The metrics exporter's port: redis_exporter's usual 9121, named so a
+// PodMonitor selects it by name.
+const (
+	PortExporter     int32 = 9121
+	PortNameExporter       = "metrics"
+)

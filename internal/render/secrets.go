@@ -20,15 +20,16 @@ func (c Cluster) OperatorAuthSecret(p Passwords) *corev1.Secret {
 		Data: map[string][]byte{
 			KeyOperatorPassword:    []byte(p.Operator),
 			KeyReplicationPassword: []byte(p.Replication),
+			KeyExporterPassword:    []byte(p.Exporter),
 			KeyPrimaryAuth:         []byte(PrimaryAuthConf(p.Replication)),
 		},
 	}
 }
 
 // ACLSecret holds the rendered ACL file every pod mounts; see ACLFile for
-// valkeyVersion.
-func (c Cluster) ACLSecret(users []resolve.User, p Passwords, valkeyVersion string) (*corev1.Secret, error) {
-	file, err := ACLFile(users, p, valkeyVersion)
+// valkeyVersion and exporter.
+func (c Cluster) ACLSecret(users []resolve.User, p Passwords, valkeyVersion string, exporter bool) (*corev1.Secret, error) {
+	file, err := ACLFile(users, p, valkeyVersion, exporter)
 	if err != nil {
 		return nil, fmt.Errorf("render ACL file of cluster %s/%s: %w", c.Cluster.Namespace, c.Cluster.Name, err)
 	}

@@ -16,6 +16,8 @@ const (
 	OperatorUser = "_momento_operator"
 	// ReplicationUser is what replicas authenticate to their primary as.
 	ReplicationUser = "_momento_repl"
+	// ExporterUser is what the metrics exporter authenticates as.
+	ExporterUser = "_momento_exporter"
 	// ACLCheckUser is a scratch user, never in the file: the ACL reloader
 	// tries each user's rules on it before changing a node one user at a
 	// time, so rules the node refuses change nothing.
@@ -34,6 +36,13 @@ var (
 	operatorGrants    = []string{"+cluster", "+acl|load", "+acl|list", "+ping", "+info", "+config|set", "~*", "+migrate", "+restore-asking", "+select"}
 	replicationGrants = []string{"+psync", "+replconf", "+ping"}
 )
+
+// exporterGrants are what redis_exporter reads on every scrape, and
+// nothing that returns a key, a value or a credential: no key pattern, no
+// CONFIG GET (it returns primaryauth in plaintext) and no SLOWLOG GET (its
+// entries hold the slow commands' arguments, keys and values included).
+// The exporter still sends SLOWLOG GET each scrape and is refused.
+var exporterGrants = []string{"+info", "+cluster|info", "+latency|latest", "+slowlog|len"}
 
 // aclPerUserGrants let the ACL reloader update, one user at a time, a
 // replica whose Valkey release crashes on ACL LOAD; rendered only while a

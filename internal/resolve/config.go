@@ -40,6 +40,10 @@ type Result struct {
 	ACL    []v1alpha1.AclBinding
 	ACLSet bool
 
+	// Exporter is the first exporter.enabled set child to root; false when
+	// none is.
+	Exporter bool
+
 	// Chain is the config names, child to root.
 	Chain []string
 }
@@ -92,6 +96,13 @@ func Config(menu Menu, name string) (*Result, error) {
 				r.ACL = append(r.ACL, *cfg.Spec.ACL[i].DeepCopy())
 			}
 			r.ACLSet = true
+			break
+		}
+	}
+
+	for _, cfg := range configs {
+		if e := cfg.Spec.Exporter; e != nil && e.Enabled != nil {
+			r.Exporter = *e.Enabled
 			break
 		}
 	}

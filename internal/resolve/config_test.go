@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
 )
@@ -179,6 +180,31 @@ func TestConfig(t *testing.T) {
 			want: &Result{
 				Image: "valkey/valkey:8.0.1", ImageName: "valkey-8", Version: "8.0.1", Valkey: map[string]string{},
 				ACL: []v1alpha1.AclBinding{}, ACLSet: true, Chain: []string{"child", "root"},
+			},
+		},
+		{
+			name: "exporter of the first config that sets enabled, off included",
+			configs: map[string]v1alpha1.ValkeyConfigSpec{
+				"child":  {BaseRef: "middle", Exporter: &v1alpha1.Exporter{}},
+				"middle": {BaseRef: "root", Exporter: &v1alpha1.Exporter{Enabled: ptr.To(false)}},
+				"root":   {ImageRef: "valkey-8", Exporter: &v1alpha1.Exporter{Enabled: ptr.To(true)}},
+			},
+			start: "child",
+			want: &Result{
+				Image: "valkey/valkey:8.0.1", ImageName: "valkey-8", Version: "8.0.1", Valkey: map[string]string{},
+				Chain: []string{"child", "middle", "root"},
+			},
+		},
+		{
+			name: "exporter inherited from the root",
+			configs: map[string]v1alpha1.ValkeyConfigSpec{
+				"child": {BaseRef: "root"},
+				"root":  {ImageRef: "valkey-8", Exporter: &v1alpha1.Exporter{Enabled: ptr.To(true)}},
+			},
+			start: "child",
+			want: &Result{
+				Image: "valkey/valkey:8.0.1", ImageName: "valkey-8", Version: "8.0.1", Valkey: map[string]string{},
+				Exporter: true, Chain: []string{"child", "root"},
 			},
 		},
 		{
