@@ -113,12 +113,6 @@ func podAddressChanged() predicate.Predicate {
 	}
 }
 
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=get;update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
 func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var vc valkeyv1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {

@@ -30,11 +30,6 @@ type NodeReconciler struct {
 	Recorder events.EventRecorder
 }
 
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods;configmaps,verbs=get;list;watch;create;delete;patch
-
 func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var node valkeyv1.ValkeyNode
 	if err := r.Get(ctx, req.NamespacedName, &node); err != nil {

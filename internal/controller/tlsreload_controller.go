@@ -132,12 +132,6 @@ func sameServedCounts(a, b *valkeyv1.ValkeyCluster) bool {
 	return sa.NodesServingCurrent == sb.NodesServingCurrent && sa.NodesTotal == sb.NodesTotal
 }
 
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=get;update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
 func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var vc valkeyv1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {

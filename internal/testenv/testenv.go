@@ -4,15 +4,20 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/testbin"
@@ -85,4 +90,45 @@ func Start() (*Env, error) {
 // Stop stops the control plane.
 func (e *Env) Stop() error {
 	return e.Env.Stop()
+}
+
+// UserWithClusterRole creates a ClusterRole with rules, binds it to a new
+// user of that name and returns the user's client configuration: a client
+// that may do what the rules grant and nothing else.
+func (e *Env) UserWithClusterRole(ctx context.Context, name string, rules []rbacv1.PolicyRule) (*rest.Config, error) {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("creating %T %s: %w", o, name, err)
+		}
+	}
+	user, err := e.Env.AddUser(envtest.User{Name: name}, rest.CopyConfig(e.Config))
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	return user.Config(), nil
+}
+
+// OperatorClusterRole is the ClusterRole make generate writes from the
+// controllers' markers, config/rbac/role.yaml.
+func OperatorClusterRole() (*rbacv1.ClusterRole, error) {
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(root, "config", "rbac", "role.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &role); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &role, nil
 }

@@ -13,14 +13,19 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/localkube"
+	"github.com/gomomento/valkey-operator/internal/testenv"
 )
 
 // projectionDelay is how long a Secret change takes to reach the pods'
@@ -32,6 +37,9 @@ var (
 	local     *localkube.Local
 	k8sClient client.Client
 	baseDir   string
+	// operatorConfig holds the generated ClusterRole and nothing else, as
+	// the operator's ServiceAccount does once installed.
+	operatorConfig *rest.Config
 	// stopOperator stops the running operator and waits for it to end.
 	stopOperator func()
 )
@@ -42,7 +50,7 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(local.ControlPlane.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// A restarted operator registers its controllers again in this
@@ -147,6 +155,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if operatorConfig, err = operatorUser(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if stopOperator, err = startOperator(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -163,6 +175,31 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// operatorUser binds config/rbac/role.yaml to a new user and returns its
+// client configuration, so a call the role does not allow fails the tests.
+func operatorUser(ctx context.Context) (*rest.Config, error) {
+	role, err := testenv.OperatorClusterRole()
+	if err != nil {
+		return nil, err
+	}
+	role.ObjectMeta = metav1.ObjectMeta{Name: "valkey-operator"}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "valkey-operator"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "valkey-operator"}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := k8sClient.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("creating %T: %w", o, err)
+		}
+	}
+	user, err := local.ControlPlane.Env.AddUser(envtest.User{Name: "valkey-operator"}, rest.CopyConfig(local.ControlPlane.Config))
+	if err != nil {
+		return nil, err
+	}
+	return user.Config(), nil
 }
 
 // operatorLog writes the operator's log to a file, printed when a test fails.

@@ -1,0 +1,34 @@
+package controller
+
+// The operator's ClusterRole: make generate turns these markers into
+// config/rbac/role.yaml, and TestClusterRoleMatchesCode fails when they
+// grant more or less than the code here calls. Reads through the manager's
+// cache need list and watch only; get is granted where a read goes around
+// the cache (the API reader). Leader election is not here: its Lease and
+// Events are granted by a Role in the operator's own namespace.
+//
+// The kinds the operator owns, and the users' clusters, whose finalizer it
+// patches and whose status every controller writes:
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=update;patch
+//
+// Owner references that block the owner's deletion (ValkeyNodes and the
+// cluster's objects on the cluster, pods and ConfigMaps on their node):
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/finalizers;valkeynodes/finalizers,verbs=update
+//
+// The platform team's menu, read only:
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
+//
+// A node's pod is created once, annotated in place and deleted, never
+// updated; its ConfigMap is written once and never read back:
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;delete
+//
+// The auth, ACL and node TLS Secrets, and the user's TLS Secret (get, read
+// around the cache, which holds only the operator's own Secrets):
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
