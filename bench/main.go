@@ -136,7 +136,7 @@ func runBenchmarks(dir string, realistic time.Duration) (*PodStartStop, error) {
 	// the other benchmarks do not depend on the delay.
 	env := []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=0s", "VALKEY_BENCH_ROTATIONS=5"}
 	if _, err := goTest(env, "./test/e2e/",
-		"^Benchmark(Bootstrap|TLSLeafRotation|AvailabilityTLS|AvailabilityTopology|Resharding|Footprint)$", "45m"); err != nil {
+		"^Benchmark(Bootstrap|TLSLeafRotation|AvailabilityTLS|AvailabilityTopology|Resharding|Footprint|SecretCache)$", "60m"); err != nil {
 		return nil, err
 	}
 	env = []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=" + realistic.String(), "VALKEY_BENCH_ROTATIONS=2"}
@@ -225,6 +225,9 @@ func machine() Machine {
 // versionOf runs argv --version and returns the field that starts with
 // prefix (without it), or the whole first line.
 func versionOf(argv []string, prefix string) string {
+	if len(argv) == 0 {
+		return ""
+	}
 	out, err := exec.Command(argv[0], append(argv[1:], "--version")...).Output()
 	if err != nil {
 		return ""

@@ -84,6 +84,16 @@ func TestRender(t *testing.T) {
 		}),
 		want: []string{"| 10 | converging | 20.0 s | 5.00 | 25.0% | 60 MiB | 64 MiB | 200 | 1500 | 7.5 |", "| 10 | idle | 30.0 s | 0.30 | 1.0% | 61 MiB | 61 MiB | 0 | 0 | – |"},
 	}, {
+		name: "secret cache, unfiltered first whatever the record order",
+		report: with(func(r *Report) {
+			r.Records.SecretCache = []record.SecretCache{
+				{Secrets: 5000, SecretBytes: 4096, Filtered: true, RSSMiB: 48.2, PeakRSSMiB: 52, HeapMiB: 12.4},
+				{Secrets: 5000, SecretBytes: 4096, Filtered: false, RSSMiB: 110.6, PeakRSSMiB: 150, HeapMiB: 70.1},
+			}
+		}),
+		want: []string{"## Secrets in the operator's cache", "(4096 bytes of data each)",
+			"| every Secret and Pod (`--filter-cache=false`) | 5000 | 111 MiB | 150 MiB | 70 MiB |\n| the operator's own (default) | 5000 | 48 MiB | 52 MiB | 12 MiB |"},
+	}, {
 		name: "one failure in many is not rounded away",
 		report: with(func(r *Report) {
 			r.Records.Availability = []record.Availability{

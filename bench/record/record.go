@@ -112,6 +112,19 @@ type Footprint struct {
 	APIRequests int     `json:"apiRequests"`
 }
 
+// SecretCache is the operator process started while many Secrets that are
+// not its own exist, its cache filtered to its own Secrets and Pods or not.
+type SecretCache struct {
+	Secrets     int  `json:"secrets"`     // unrelated Secrets present
+	SecretBytes int  `json:"secretBytes"` // data in each
+	Filtered    bool `json:"filtered"`
+	// RSSMiB is once the process has gone quiet after starting; PeakRSSMiB
+	// the most it ever held (VmHWM); HeapMiB the Go heap in use then.
+	RSSMiB     float64 `json:"rssMiB"`
+	PeakRSSMiB float64 `json:"peakRssMiB"`
+	HeapMiB    float64 `json:"heapMiB"`
+}
+
 // File is one record as written to disk: exactly one field is set.
 type File struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
@@ -119,6 +132,7 @@ type File struct {
 	Availability *Availability `json:"availability,omitempty"`
 	Resharding   *Resharding   `json:"resharding,omitempty"`
 	Footprint    *Footprint    `json:"footprint,omitempty"`
+	SecretCache  *SecretCache  `json:"secretCache,omitempty"`
 }
 
 // Set is every record of a run, in the order their files sort.
@@ -128,6 +142,7 @@ type Set struct {
 	Availability []Availability
 	Resharding   []Resharding
 	Footprint    []Footprint
+	SecretCache  []SecretCache
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -183,5 +198,7 @@ func (s *Set) Add(f File) {
 		s.Resharding = append(s.Resharding, *f.Resharding)
 	case f.Footprint != nil:
 		s.Footprint = append(s.Footprint, *f.Footprint)
+	case f.SecretCache != nil:
+		s.SecretCache = append(s.SecretCache, *f.SecretCache)
 	}
 }

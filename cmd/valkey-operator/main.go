@@ -39,6 +39,7 @@ func main() {
 	flag.IntVar(&opts.WaveConcurrency, "wave-concurrency", opts.WaveConcurrency, "How many independent actions of one cluster's wave run at once.")
 	flag.DurationVar(&opts.SampleInterval, "sample-interval", opts.SampleInterval, "How often every node's utilisation is sampled and autoscaling decided.")
 	flag.StringVar(&opts.ExporterImage, "exporter-image", opts.ExporterImage, "Image of the metrics exporter run next to Valkey when a ValkeyConfig enables it (spec.exporter).")
+	flag.BoolVar(&opts.FilterCache, "filter-cache", opts.FilterCache, "Cache only the Secrets and Pods the operator labeled; false caches every Secret and Pod of the cluster (more memory, for comparison).")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -65,6 +66,7 @@ func main() {
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   controller.CacheOptions(opts),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,

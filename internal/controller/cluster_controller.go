@@ -49,19 +49,31 @@ type ClusterReconciler struct {
 	Recorder  events.EventRecorder
 	// Dialer opens connections to nodes; nil dials directly.
 	Dialer DialFunc
+	// secrets watches the TLS Secrets clusters reference, which the cache
+	// does not hold; nil watches none.
+	secrets *secretWatches
 }
 
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
 	var vc valkeyv1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.secrets.refer(req.NamespacedName, "")
+		}
 		return ctrlrt.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	log := logf.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace)
 	ctx = logf.IntoContext(ctx, log)
 
 	if !vc.DeletionTimestamp.IsZero() {
+		r.secrets.refer(req.NamespacedName, "")
 		return r.finalize(ctx, &vc)
 	}
+	tlsSecret := ""
+	if vc.Spec.TLS != nil {
+		tlsSecret = vc.Spec.TLS.SecretRef
+	}
+	r.secrets.refer(req.NamespacedName, tlsSecret)
 	if !controllerutil.ContainsFinalizer(&vc, valkeyv1.FinalizerCluster) {
 		patch := ctrl.MergeFrom(vc.DeepCopy())
 		controllerutil.AddFinalizer(&vc, valkeyv1.FinalizerCluster)
@@ -118,7 +130,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	var tls tlsCheck
 	var nodeCA []byte // the CA the nodes run with, while the user's Secret is invalid
 	if vc.Spec.TLS != nil {
-		if tls, err = checkTLS(ctx, r.Client, vc, r.Options.ClusterDomain); err != nil {
+		// The user's Secret is not in the cache, which holds only the
+		// operator's own Secrets.
+		if tls, err = checkTLS(ctx, r.APIReader, vc, r.Options.ClusterDomain); err != nil {
 			return ctrlrt.Result{}, err
 		}
 		if tls.Failure != nil {

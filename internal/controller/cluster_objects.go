@@ -105,18 +105,38 @@ func (r *ClusterReconciler) ensureNodeTLSSecret(ctx context.Context, rc render.C
 	return r.ensureSecretData(ctx, rc.NodeTLSSecret(source))
 }
 
+// ensureSecretData keeps one of the operator's Secrets holding want's data
+// and labels. A Secret whose labels someone removed is out of the cache's
+// sight: found by its name, it gets them back.
 func (r *ClusterReconciler) ensureSecretData(ctx context.Context, want *corev1.Secret) error {
 	var got corev1.Secret
 	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), &got); {
 	case apierrors.IsNotFound(err):
-		return createIgnoreExists(ctx, r.Client, want)
+		err := r.Create(ctx, want)
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("creating Secret %s: %w", want.Name, err)
+			}
+			return nil
+		}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &got); err != nil {
+			return fmt.Errorf("reading Secret %s: %w", want.Name, err)
+		}
 	case err != nil:
 		return fmt.Errorf("reading Secret %s: %w", want.Name, err)
 	}
-	if equality.Semantic.DeepEqual(got.Data, want.Data) {
+	labeled := true
+	for k, v := range want.Labels {
+		labeled = labeled && got.Labels[k] == v
+	}
+	if labeled && equality.Semantic.DeepEqual(got.Data, want.Data) {
 		return nil
 	}
 	got.Data = want.Data
+	if got.Labels == nil {
+		got.Labels = map[string]string{}
+	}
+	maps.Copy(got.Labels, want.Labels)
 	if err := r.Update(ctx, &got); err != nil {
 		return fmt.Errorf("updating Secret %s: %w", want.Name, err)
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// ExporterImage runs the metrics exporter of clusters whose config
 	// enables it; pods created afterwards get a changed one.
 	ExporterImage string
+	// FilterCache caches only the Secrets and Pods the operator labeled
+	// (CacheOptions); false caches every one in the Kubernetes cluster, as
+	// a comparison for what the filter saves.
+	FilterCache bool
 }
 
 // DefaultOptions are the shipped defaults.
@@ -61,6 +65,7 @@ func DefaultOptions() Options {
 		WaveConcurrency:   16,
 		SampleInterval:    30 * time.Second,
 		ExporterImage:     render.DefaultExporterImage,
+		FilterCache:       true,
 	}
 }
 

@@ -442,7 +442,9 @@ func (s *scanner) call(call *ast.CallExpr) {
 		s.need(call, "events.k8s.io", "events", "create", "patch")
 	case path == pkgRecord && recv == "EventRecorder":
 		s.need(call, "", "events", "create", "patch")
-	case strings.HasPrefix(path, pkgTypedPfx) && strings.HasSuffix(recv, "Interface") && recv != "Interface":
+	case strings.HasPrefix(path, pkgTypedPfx) && isGetter(fn):
+		// CoreV1().Secrets(ns) only names the client that then calls.
+	case strings.HasPrefix(path, pkgTypedPfx) && strings.HasSuffix(recv, "Interface"):
 		group, res, ok := s.resourceOf(call, pkgAPIPfx+strings.TrimPrefix(path, pkgTypedPfx), strings.TrimSuffix(recv, "Interface"))
 		if !ok {
 			return
@@ -459,6 +461,16 @@ func (s *scanner) call(call *ast.CallExpr) {
 	case path == pkgFilters && name == "WithAuthenticationAndAuthorization":
 		// Referenced, not called: see uses.
 	}
+}
+
+// isGetter is a clientset method that returns another client.
+func isGetter(fn *types.Func) bool {
+	res := fn.Type().(*types.Signature).Results()
+	if res.Len() != 1 {
+		return false
+	}
+	named, ok := types.Unalias(res.At(0).Type()).(*types.Named)
+	return ok && types.IsInterface(named) && named.Obj().Pkg() != nil && strings.HasPrefix(named.Obj().Pkg().Path(), pkgTypedPfx)
 }
 
 var typedVerbs = map[string]string{

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 )
@@ -54,12 +56,21 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return fmt.Errorf("indexing clusters by TLS Secret: %w", err)
 	}
 
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("building a clientset: %w", err)
+	}
+	secrets := newSecretWatches(clientset)
+	if err := mgr.Add(secrets); err != nil {
+		return fmt.Errorf("adding the referenced Secrets' watches: %w", err)
+	}
 	cr := &ClusterReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Options:   opts,
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
 		Dialer:    dialer,
+		secrets:   secrets,
 	}
 	allClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list valkeyv1.ValkeyClusterList
@@ -86,7 +97,8 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		For(&valkeyv1.ValkeyCluster{}).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(ignoreNewSamples())).
 		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods())).
-		Watches(&corev1.Secret{}, bySecret).
+		// A user's TLS Secret is not in the cache; its own watch reports it.
+		WatchesRawSource(source.Channel(secrets.events, bySecret)).
 		Watches(&valkeyv1.ValkeyConfig{}, allClusters).
 		Watches(&valkeyv1.ValkeyImage{}, allClusters).
 		Watches(&valkeyv1.ValkeyRole{}, allClusters).

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -23,6 +24,8 @@ import (
 var (
 	env       *testenv.Env
 	k8sClient client.Client
+	// operatorCache is what the operator's controllers read.
+	operatorCache cache.Cache
 )
 
 func TestMain(m *testing.M) {
@@ -57,13 +60,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(operator, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	opts := controller.DefaultOptions()
+	opts.PendingRequeue = 200 * time.Millisecond
+	mgr, err := ctrl.NewManager(operator, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(opts), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	opts := controller.DefaultOptions()
-	opts.PendingRequeue = 200 * time.Millisecond
+	operatorCache = mgr.GetCache()
 	if err := controller.Setup(mgr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

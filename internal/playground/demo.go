@@ -75,15 +75,16 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	opOpts := controller.DefaultOptions()
 	mgr, err := ctrl.NewManager(l.ControlPlane.Config, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  controller.CacheOptions(opOpts),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
 		return fmt.Errorf("creating the operator: %w", err)
 	}
-	opOpts := controller.DefaultOptions()
 	if err := controller.SetupWithRuntime(mgr, opOpts, controller.Runtime{NodePath: l.Runtime.HostPath}); err != nil {
 		return err
 	}

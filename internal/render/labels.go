@@ -3,6 +3,8 @@ package render
 import (
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
 )
 
@@ -13,6 +15,12 @@ func commonLabels(cluster string) map[string]string {
 		v1alpha1.LabelInstance:  cluster,
 		v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue,
 	}
+}
+
+// ManagedSelector selects every object the operator creates for a
+// cluster; the operator caches only the Secrets and Pods it selects.
+func ManagedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue})
 }
 
 // PodLabels are a node's pod labels.

@@ -137,14 +137,14 @@ func footprintBetween(clusters int, phase string, from, to procSample, peakRSS f
 // API requests.
 type footprintOperator struct{ *operatorProcess }
 
-func startFootprintOperator(b *testing.B, bin string) footprintOperator {
+func startFootprintOperator(b *testing.B, bin string, args ...string) footprintOperator {
 	b.Helper()
 	p := &operatorProcess{name: "footprint", metrics: freeAddr(b), log: filepath.Join(b.TempDir(), "operator.log")}
 	logFile, err := os.Create(p.log)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p.cmd = exec.Command(bin, "--metrics-bind-address", p.metrics, "--health-probe-bind-address", freeAddr(b))
+	p.cmd = exec.Command(bin, append([]string{"--metrics-bind-address", p.metrics, "--health-probe-bind-address", freeAddr(b)}, args...)...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+local.Kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	// Should this process die, the operator must not outlive it.

@@ -50,16 +50,6 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// A restarted operator registers its controllers again in this
-		// process; in a real restart the process is new.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, err
-	}
 	opts := controller.DefaultOptions()
 	opts.PendingRequeue = 500 * time.Millisecond
 	// Failures the tests provoke on purpose should be retried within a
@@ -68,6 +58,17 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	// Autoscaling decides on samples; seconds instead of the default 30 s
 	// keep its test short.
 	opts.SampleInterval = 2 * time.Second
+	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   controller.CacheOptions(opts),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// A restarted operator registers its controllers again in this
+		// process; in a real restart the process is new.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
 	// The local runtime moves mount paths; the TLS reloader must read and
 	// name the files the node processes really use.
 	if err := controller.SetupWithRuntime(mgr, opts, controller.Runtime{NodePath: local.Runtime.HostPath}); err != nil {
