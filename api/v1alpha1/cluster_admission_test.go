@@ -58,7 +58,22 @@ func TestValkeyClusterAdmission(t *testing.T) {
     maxShards: 4
     scaleOut: {memoryPercent: 80, cpuPercent: 70.5, bandwidthMbps: 500}
     scaleIn: {memoryPercent: 30, cpuPercent: 20}
+  networkPolicy:
+    enabled: true
+    clients:
+    - podSelector: {matchLabels: {app: web}}
+    - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: batch}}
+      podSelector: {matchLabels: {app: worker}}
+    - ipBlock: {cidr: 10.0.0.0/8}
+    scrapers:
+    - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}
 `)},
+		{name: "network policy off", manifest: clusterManifest("c", minimalSpec+"  networkPolicy: {enabled: false}\n")},
+		{name: "network policy peer naming nothing", manifest: clusterManifest("c", minimalSpec+"  networkPolicy:\n    clients: [{}]\n"),
+			want: []string{"spec.networkPolicy.clients", "each peer names pods, namespaces or an ipBlock"}},
+		{name: "network policy ipBlock with a selector", manifest: clusterManifest("c", minimalSpec+
+			"  networkPolicy:\n    scrapers:\n    - ipBlock: {cidr: 10.0.0.0/8}\n      podSelector: {}\n"),
+			want: []string{"spec.networkPolicy.scrapers", "a peer with an ipBlock names nothing else"}},
 		{name: "name too long for pod names", manifest: clusterManifest(strings.Repeat("c", 58), minimalSpec),
 			want: []string{"metadata.name must be at most 57 characters"}},
 		{name: "name of 57 characters", manifest: clusterManifest(strings.Repeat("c", 57), minimalSpec)},

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -54,6 +55,49 @@ type ValkeyClusterSpec struct {
 	// by utilisation.
 	// +optional
 	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
+
+	// NetworkPolicy says who may connect to the cluster's pods. Unset, the
+	// operator keeps a NetworkPolicy that admits clients from the cluster's
+	// own namespace only.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec shapes the NetworkPolicy {cluster}-ingress the operator
+// keeps for the cluster's pods. It admits, and nothing else: the clients
+// below to the client port (6379); the cluster's own pods to the client
+// port and the cluster bus (16379), for gossip, replication and key
+// migration; the operator's namespace to the client port; and, while the
+// cluster's config runs the metrics exporter, the scrapers below to its
+// port (9121). Kubelet probes come from the node, which most network
+// plugins admit regardless.
+type NetworkPolicySpec struct {
+	// Enabled false removes the operator's NetworkPolicy: the pods then
+	// accept connections from anywhere the network lets through.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Clients may connect to the client port, named as in a NetworkPolicy
+	// rule's from: podSelector (this namespace), namespaceSelector (e.g.
+	// kubernetes.io/metadata.name: my-app), both, or ipBlock. Empty: every
+	// pod of the cluster's namespace.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="each peer names pods, namespaces or an ipBlock"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || (!has(p.podSelector) && !has(p.namespaceSelector)))",message="a peer with an ipBlock names nothing else"
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
+
+	// Scrapers may connect to the metrics exporter's port, named as
+	// clients are; Prometheus usually runs in a namespace of its own, which
+	// must be named here. Empty: every pod of the cluster's namespace.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="each peer names pods, namespaces or an ipBlock"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || (!has(p.podSelector) && !has(p.namespaceSelector)))",message="a peer with an ipBlock names nothing else"
+	Scrapers []networkingv1.NetworkPolicyPeer `json:"scrapers,omitempty"`
 }
 
 // TLSSpec names the Secret with the nodes' certificate.

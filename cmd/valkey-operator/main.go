@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -29,6 +30,7 @@ func main() {
 	if v := os.Getenv("DEFAULT_ZONE_SPREAD"); v != "" {
 		zoneSpread = v
 	}
+	opts.OperatorNamespace = ownNamespace(opts.OperatorNamespace)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so several replicas can run with one active.")
@@ -39,6 +41,7 @@ func main() {
 	flag.IntVar(&opts.WaveConcurrency, "wave-concurrency", opts.WaveConcurrency, "How many independent actions of one cluster's wave run at once.")
 	flag.DurationVar(&opts.SampleInterval, "sample-interval", opts.SampleInterval, "How often every node's utilisation is sampled and autoscaling decided.")
 	flag.StringVar(&opts.ExporterImage, "exporter-image", opts.ExporterImage, "Image of the metrics exporter run next to Valkey when a ValkeyConfig enables it (spec.exporter).")
+	flag.StringVar(&opts.OperatorNamespace, "operator-namespace", opts.OperatorNamespace, "Namespace the operator runs in, admitted to the Valkey pods by their NetworkPolicy (default: env POD_NAMESPACE, then the service account's namespace).")
 	flag.BoolVar(&opts.FilterCache, "filter-cache", opts.FilterCache, "Cache only the Secrets and Pods the operator labeled; false caches every Secret and Pod of the cluster (more memory, for comparison).")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
@@ -95,4 +98,19 @@ func main() {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}
+}
+
+// serviceAccountNamespace is where Kubernetes tells a pod its namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the pod's namespace: POD_NAMESPACE (the Deployment sets
+// it from the downward API), else the service account's, else def.
+func ownNamespace(def string) string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return def
 }

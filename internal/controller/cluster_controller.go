@@ -215,6 +215,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if err := r.ensurePDBs(ctx, rc, shardPods(vc, o)); err != nil {
 		return ctrlrt.Result{}, err
 	}
+	if err := r.ensureNetworkPolicy(ctx, rc, exporter); err != nil {
+		return ctrlrt.Result{}, err
+	}
 	if err := r.recordNodeStatus(ctx, o); err != nil {
 		return ctrlrt.Result{}, err
 	}

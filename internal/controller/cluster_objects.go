@@ -7,9 +7,11 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -139,6 +141,35 @@ func (r *ClusterReconciler) ensureSecretData(ctx context.Context, want *corev1.S
 	maps.Copy(got.Labels, want.Labels)
 	if err := r.Update(ctx, &got); err != nil {
 		return fmt.Errorf("updating Secret %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// ensureNetworkPolicy keeps the cluster's NetworkPolicy as rendered, or
+// removes it when the cluster turns it off.
+func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, rc render.Cluster, exporter bool) error {
+	want := rc.NetworkPolicy(exporter, r.Options.OperatorNamespace)
+	var got networkingv1.NetworkPolicy
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), &got)
+	switch {
+	case !rc.NetworkPolicyEnabled():
+		if err == nil && metav1.IsControlledBy(&got, rc.Cluster) {
+			if err := r.Delete(ctx, &got); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting NetworkPolicy %s: %w", got.Name, err)
+			}
+		}
+		return client.IgnoreNotFound(err)
+	case apierrors.IsNotFound(err):
+		return createIgnoreExists(ctx, r.Client, want)
+	case err != nil:
+		return fmt.Errorf("reading NetworkPolicy %s: %w", want.Name, err)
+	}
+	if equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		return nil
+	}
+	got.Spec = want.Spec
+	if err := r.Update(ctx, &got); err != nil {
+		return fmt.Errorf("updating NetworkPolicy %s: %w", want.Name, err)
 	}
 	return nil
 }

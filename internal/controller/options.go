@@ -43,6 +43,9 @@ type Options struct {
 	// ExporterImage runs the metrics exporter of clusters whose config
 	// enables it; pods created afterwards get a changed one.
 	ExporterImage string
+	// OperatorNamespace is where the operator's pods run; each cluster's
+	// NetworkPolicy admits it to the client port.
+	OperatorNamespace string
 	// FilterCache caches only the Secrets and Pods the operator labeled
 	// (CacheOptions); false caches every one in the Kubernetes cluster, as
 	// a comparison for what the filter saves.
@@ -66,6 +69,7 @@ func DefaultOptions() Options {
 		SampleInterval:    30 * time.Second,
 		ExporterImage:     render.DefaultExporterImage,
 		FilterCache:       true,
+		OperatorNamespace: "valkey-operator",
 	}
 }
 
@@ -78,6 +82,9 @@ func (o Options) Validate() error {
 	}
 	if o.ClusterDomain == "" {
 		return fmt.Errorf("cluster domain must not be empty")
+	}
+	if o.OperatorNamespace == "" {
+		return fmt.Errorf("operator namespace must not be empty")
 	}
 	if o.ClusterWorkers < 1 {
 		return fmt.Errorf("cluster workers %d: must be at least 1", o.ClusterWorkers)

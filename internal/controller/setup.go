@@ -6,6 +6,7 @@ import (
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -96,6 +97,8 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyCluster{}).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(ignoreNewSamples())).
+		// An edited or deleted policy is restored at once.
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods())).
 		// A user's TLS Secret is not in the cache; its own watch reports it.
 		WatchesRawSource(source.Channel(secrets.events, bySecret)).

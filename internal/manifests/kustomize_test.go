@@ -185,11 +185,19 @@ func checkOperatorDeployment(t *testing.T, obj *unstructured.Unstructured, image
 			t.Errorf("%s request %s limit %s", r, req.String(), lim.String())
 		}
 	}
-	var zone *corev1.EnvVar
+	var zone, podNamespace *corev1.EnvVar
 	for i := range c.Env {
-		if c.Env[i].Name == "DEFAULT_ZONE_SPREAD" {
+		switch c.Env[i].Name {
+		case "DEFAULT_ZONE_SPREAD":
 			zone = &c.Env[i]
+		case "POD_NAMESPACE":
+			podNamespace = &c.Env[i]
 		}
+	}
+	// The operator's namespace is what each Valkey NetworkPolicy admits.
+	if podNamespace == nil || podNamespace.ValueFrom == nil || podNamespace.ValueFrom.FieldRef == nil ||
+		podNamespace.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("env %v: want POD_NAMESPACE from the downward API's metadata.namespace", c.Env)
 	}
 	if zone == nil || zone.ValueFrom == nil || zone.ValueFrom.ConfigMapKeyRef == nil {
 		t.Fatalf("env %v: want DEFAULT_ZONE_SPREAD from a ConfigMap", c.Env)

@@ -25,6 +25,9 @@ func ACLSecretName(cluster string) string { return cluster + "-acl" }
 // keeps its own certificate in a Secret literally named my-cluster-tls.
 func NodeTLSSecretName(cluster string) string { return cluster + "-node-tls" }
 
+// NetworkPolicyName admits connections to the cluster's pods.
+func NetworkPolicyName(cluster string) string { return cluster + "-ingress" }
+
 // NodeConfigMapName holds one node's valkey.conf.
 func NodeConfigMapName(node string) string { return node + "-config" }
 
