@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,6 +26,8 @@ type Env struct {
 	Dialer DialFunc
 	// Resolver resolves the Service name; nil uses the system resolver.
 	Resolver ResolveFunc
+	// Getenv reads the environment; nil uses os.Getenv.
+	Getenv func(string) string
 }
 
 // UsageError is a command line that cannot run.
@@ -55,8 +58,11 @@ const usage = `kubectl valkey: inspect Valkey clusters run by the Valkey operato
 Usage:
   kubectl valkey status CLUSTER [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]
   kubectl valkey verify-tls CLUSTER [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]
-      [--ca FILE] [--user NAME --password PASSWORD] [--address HOST:PORT]
+      [--ca FILE] [--user NAME] [--password-file FILE] [--address HOST:PORT]
       [--cluster-domain DOMAIN] [--timeout DURATION]
+
+The password of --user (or of the default user) comes from --password-file
+or $KUBECTL_VALKEY_PASSWORD, never from the command line.
 
 Run "kubectl valkey COMMAND --help" for a command's flags.
 `
@@ -140,37 +146,61 @@ func runStatus(ctx context.Context, args []string, env Env) error {
 }
 
 func runVerifyTLS(ctx context.Context, args []string, env Env) error {
+	v, common, err := parseVerifyTLS(args, env)
+	if err != nil {
+		return err
+	}
+	conn, err := connect(common)
+	if err != nil {
+		return err
+	}
+	v.Client, v.Namespace = conn.client, conn.namespace
+	return v.Verify(ctx)
+}
+
+// parseVerifyTLS turns verify-tls's command line, and the environment,
+// into a Verifier that has yet to be given a client and namespace.
+func parseVerifyTLS(args []string, env Env) (*Verifier, commonFlags, error) {
 	var (
-		common  commonFlags
-		caFile  string
-		timeout time.Duration
+		common       commonFlags
+		caFile       string
+		passwordFile string
+		argvPassword string
+		timeout      time.Duration
 	)
-	v := Verifier{Dialer: env.Dialer, Resolver: env.Resolver, Out: env.Stdout}
+	v := &Verifier{Dialer: env.Dialer, Resolver: env.Resolver, Out: env.Stdout}
 	fs := newFlagSet("verify-tls", "verify-tls CLUSTER [flags]", env)
 	common.bind(fs)
 	fs.StringVar(&caFile, "ca", "", "PEM file of the CA to verify against (default: ca.crt of the cluster's TLS Secret).")
 	fs.StringVar(&v.User, "user", "", "ACL user to authenticate as before PING.")
-	fs.StringVar(&v.Password, "password", "", "Password of --user (or of the default user when --user is empty).")
+	fs.StringVar(&passwordFile, "password-file", "", "File holding the password of --user (or of the default user when --user is empty); default: $"+EnvPassword+".")
+	fs.StringVar(&argvPassword, "password", "", "Refused: use --password-file or $"+EnvPassword+".")
+	_ = fs.MarkHidden("password")
 	fs.StringVar(&v.Address, "address", "", "HOST:PORT to reach the cluster's Service at, e.g. a local port-forward; skips the per-node checks.")
 	fs.StringVar(&v.ClusterDomain, "cluster-domain", defaultClusterDomain, "DNS suffix of the cluster's Service and pod names.")
 	fs.DurationVar(&timeout, "timeout", defaultTimeout, "Bound on each connection and reply.")
 	name, err := parse(fs, args)
 	if err != nil {
-		return err
+		return nil, common, err
+	}
+	if fs.Changed("password") {
+		return nil, common, errPasswordOnCommandLine
+	}
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if v.Password, err = password(passwordFile, getenv); err != nil {
+		return nil, common, err
 	}
 	if v.User != "" && v.Password == "" {
-		return usageErrorf("verify-tls: --user needs --password")
+		return nil, common, usageErrorf("verify-tls: --user needs a password: --password-file FILE or $%s", EnvPassword)
 	}
 	if caFile != "" {
 		if v.CA, err = readCAFile(caFile); err != nil {
-			return err
+			return nil, common, err
 		}
 	}
-	v.Timeout = timeout
-	conn, err := connect(common)
-	if err != nil {
-		return err
-	}
-	v.Client, v.Namespace, v.Cluster = conn.client, conn.namespace, name
-	return v.Verify(ctx)
+	v.Timeout, v.Cluster = timeout, name
+	return v, common, nil
 }

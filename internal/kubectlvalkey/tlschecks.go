@@ -64,7 +64,7 @@ func (v *Verifier) tlsPing(ctx context.Context, s *subject) outcome {
 			return outcome{Err: fmt.Errorf("after a verified handshake with %s: %w", s.address, err)}
 		}
 		if strings.HasPrefix(reply, "-") {
-			return outcome{Err: fmt.Errorf("ACL problem, not TLS: the handshake verified, then AUTH was refused with %q; check --user and --password", reply)}
+			return outcome{Err: fmt.Errorf("ACL problem, not TLS: the handshake verified, then AUTH was refused with %q; check --user and the password", reply)}
 		}
 	}
 	reply, err := command(conn, r, v.timeout(), "PING")
@@ -74,7 +74,7 @@ func (v *Verifier) tlsPing(ctx context.Context, s *subject) outcome {
 	case reply == "+PONG":
 		return outcome{Detail: fmt.Sprintf("PONG over TLS from %s, verified as %s", s.address, s.service)}
 	case isACLError(reply) && v.Password == "":
-		return outcome{Err: fmt.Errorf("ACL problem, not TLS: the handshake verified, then PING got %q; pass --user and --password", reply)}
+		return outcome{Err: fmt.Errorf("ACL problem, not TLS: the handshake verified, then PING got %q; pass --user and --password-file (or $%s)", reply, EnvPassword)}
 	case isACLError(reply):
 		return outcome{Err: fmt.Errorf("ACL problem, not TLS: the handshake verified, then PING got %q; the user lacks +ping", reply)}
 	default:

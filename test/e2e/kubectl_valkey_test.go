@@ -90,6 +90,25 @@ func TestKubectlValkey(t *testing.T) {
 		}
 	})
 
+	// The password reaches Valkey's AUTH from a file, never from argv: a
+	// user that does not exist is refused by the server, after the
+	// handshake verified.
+	t.Run("verify-tls authenticates with --password-file", func(t *testing.T) {
+		pwFile := filepath.Join(t.TempDir(), "password")
+		if err := os.WriteFile(pwFile, []byte("not-alices-password\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, "verify-tls", f.name, "--user", "alice", "--password-file", pwFile)
+		wantFirstFailure(t, err, kubectlvalkey.CheckTLSPing)
+		if !strings.Contains(out, "ACL problem, not TLS: the handshake verified, then AUTH was refused") {
+			t.Errorf("the refused AUTH is not reported")
+		}
+		_, err = run(t, "verify-tls", f.name, "--user", "alice", "--password", "not-alices-password")
+		if kubectlvalkey.ExitCode(err) != 2 || !strings.Contains(err.Error(), "use --password-file FILE or $"+kubectlvalkey.EnvPassword) {
+			t.Fatalf("--password on the command line: %v, want a usage error", err)
+		}
+	})
+
 	t.Run("status", func(t *testing.T) {
 		out, err := run(t, "status", f.name)
 		if err != nil {
