@@ -10,7 +10,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
@@ -21,6 +20,8 @@ func main() {
 	opts := controller.DefaultOptions()
 	var (
 		metricsAddr  string
+		metricsSafe  bool
+		metricsCerts string
 		probeAddr    string
 		leaderElect  bool
 		leaderNS     string
@@ -31,7 +32,9 @@ func main() {
 		zoneSpread = v
 	}
 	opts.OperatorNamespace = ownNamespace(opts.OperatorNamespace)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	flag.BoolVar(&metricsSafe, "metrics-secure", true, "Serve /metrics over HTTPS to callers the apiserver authenticates and authorizes; false serves plain HTTP to anyone who can connect.")
+	flag.StringVar(&metricsCerts, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for /metrics (default: a self-signed certificate).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so several replicas can run with one active.")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
@@ -70,7 +73,7 @@ func main() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controller.CacheOptions(opts),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 controller.MetricsServer(metricsAddr, metricsSafe, metricsCerts),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "valkey-operator.valkey.gomomento.com",

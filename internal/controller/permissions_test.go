@@ -149,6 +149,8 @@ func TestScanRules(t *testing.T) {
 	}
 	got := sortedGrants(scanCalls(t, filepath.Join("testdata", "permscan"), scheme))
 	want := []string{
+		"authentication.k8s.io tokenreviews create",
+		"authorization.k8s.io subjectaccessreviews create",
 		"core configmaps create",
 		"core endpoints list",
 		"core endpoints watch",

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,8 @@ var (
 	k8sClient client.Client
 	// operatorCache is what the operator's controllers read.
 	operatorCache cache.Cache
+	// operatorConfig holds the generated ClusterRole and nothing else.
+	operatorConfig *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -55,14 +58,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	operator, err := env.UserWithClusterRole(context.Background(), "valkey-operator", role.Rules)
+	operatorConfig, err = env.UserWithClusterRole(context.Background(), "valkey-operator", role.Rules)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	opts := controller.DefaultOptions()
 	opts.PendingRequeue = 200 * time.Millisecond
-	mgr, err := ctrl.NewManager(operator, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(opts), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(opts), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

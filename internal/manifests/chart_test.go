@@ -175,6 +175,18 @@ func TestChartValueVariants(t *testing.T) {
 		if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != "metrics" {
 			t.Errorf("ServiceMonitor endpoints %v: want the Service's metrics port", endpoints)
 		}
+		checkSecureScrape(t, sm)
+	})
+	t.Run("plain HTTP metrics, asked for", func(t *testing.T) {
+		objs := mustHelmTemplate(t, "helm-plain", "metrics: {secure: false, serviceMonitor: {enabled: true}}\n")
+		dep := convert[appsv1.Deployment](t, find(t, objs, "Deployment", "valkey-operator"))
+		if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--metrics-secure=false") {
+			t.Errorf("args %v lack --metrics-secure=false", dep.Spec.Template.Spec.Containers[0].Args)
+		}
+		endpoints, _, _ := unstructured.NestedSlice(find(t, objs, "ServiceMonitor", "valkey-operator").Object, "spec", "endpoints")
+		if scheme := endpoints[0].(map[string]any)["scheme"]; scheme != nil {
+			t.Errorf("ServiceMonitor scheme %v for plain HTTP", scheme)
+		}
 	})
 	t.Run("pod monitor", func(t *testing.T) {
 		objs := mustHelmTemplate(t, "valkey-operator", "metrics: {podMonitor: {enabled: true, labels: {release: prometheus}}}\n")

@@ -24,6 +24,7 @@ const operatorNamespace = "valkey-operator"
 // What config/default installs, by kind/name.
 var wantInstall = []string{
 	"ClusterRole/valkey-operator",
+	"ClusterRole/valkey-operator-metrics-reader",
 	"ClusterRoleBinding/valkey-operator",
 	"CustomResourceDefinition/valkeyclusters.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyconfigs.valkey.gomomento.com",
@@ -64,7 +65,7 @@ func TestKustomizeDefaultDryRun(t *testing.T) {
 		t.Errorf("resources %+v, want %+v", got, defaultResources)
 	}
 	for _, p := range convert[appsv1.Deployment](t, dep).Spec.Template.Spec.Containers[0].Ports {
-		if want := map[string]int32{"metrics": 8080, "health": 8081}[p.Name]; p.ContainerPort != want {
+		if want := map[string]int32{"metrics": 8443, "health": 8081}[p.Name]; p.ContainerPort != want {
 			t.Errorf("port %s is %d, want %d", p.Name, p.ContainerPort, want)
 		}
 	}
@@ -174,6 +175,9 @@ func checkOperatorDeployment(t *testing.T, obj *unstructured.Unstructured, image
 	if ports["health"] == 0 || (ports["metrics"] == 0) != slices.Contains(c.Args, "--metrics-bind-address=0") {
 		t.Errorf("ports %v, args %v: want a health port, and a metrics port unless metrics are off", ports, c.Args)
 	}
+	if slices.Contains(c.Args, "--metrics-secure=false") {
+		t.Errorf("args %v: metrics must be served over HTTPS to authorized callers", c.Args)
+	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "health" {
 			t.Errorf("probe %+v: want GET %s on port health", probe, path)
@@ -240,6 +244,10 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, namespace string
 	}
 	if role.Namespace != namespace || !leases {
 		t.Errorf("leader election Role %+v: want leases create/update in %s", role, namespace)
+	}
+	reader := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "valkey-operator-metrics-reader"))
+	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}; !reflect.DeepEqual(reader.Rules, want) {
+		t.Errorf("metrics reader rules %+v, want %+v", reader.Rules, want)
 	}
 }
 

@@ -159,6 +159,7 @@ func TestServiceMonitorSelectsMetricsService(t *testing.T) {
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name {
 		t.Errorf("ServiceMonitor endpoints %v, Service ports %+v", endpoints, svc.Spec.Ports)
 	}
+	checkSecureScrape(t, sm)
 	rules, err := os.ReadFile(repoPath(t, "config", "prometheus", "prometheusrule.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -219,5 +220,19 @@ func TestPodMonitorSelectsExporters(t *testing.T) {
 	}
 	if job := pm.GetNamespace() + "/" + pm.GetName(); !strings.Contains(string(rules), `job="`+job+`"`) {
 		t.Errorf("the exporter-down alert does not match job %q", job)
+	}
+}
+
+// checkSecureScrape: the operator serves /metrics over HTTPS to callers
+// with a token the apiserver authorizes, so a ServiceMonitor must scrape
+// that way.
+func checkSecureScrape(t *testing.T, sm *unstructured.Unstructured) {
+	t.Helper()
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	for _, e := range endpoints {
+		ep := e.(map[string]any)
+		if ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+			t.Errorf("ServiceMonitor endpoint %v: want scheme https with the scraper's token", ep)
+		}
 	}
 }

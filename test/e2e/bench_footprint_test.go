@@ -144,7 +144,8 @@ func startFootprintOperator(b *testing.B, bin string, args ...string) footprintO
 	if err != nil {
 		b.Fatal(err)
 	}
-	p.cmd = exec.Command(bin, append([]string{"--metrics-bind-address", p.metrics, "--health-probe-bind-address", freeAddr(b)}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"--metrics-bind-address", p.metrics, "--metrics-secure=false",
+		"--health-probe-bind-address", freeAddr(b)}, args...)...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+local.Kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	// Should this process die, the operator must not outlive it.

@@ -9,6 +9,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +26,7 @@ type reconciler struct {
 
 func setup(mgr ctrl.Manager) error {
 	r := &reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("x")}
+	_ = metricsserver.Options{FilterProvider: filters.WithAuthenticationAndAuthorization} // tokenreviews, subjectaccessreviews create
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}).                                          // namespaces list, watch
 		Owns(&corev1.Endpoints{}).                                         // endpoints list, watch
