@@ -329,7 +329,11 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, gone bool) b
 		for _, c := range w.ctrs {
 			c.stopProbes()
 			if c.proc != nil {
-				go c.proc.stop(grace)
+				hold := time.Duration(0)
+				if !gone {
+					hold = preStopHold(c.spec)
+				}
+				go c.proc.stopAfter(hold, grace)
 			}
 		}
 		w.mu.Unlock()

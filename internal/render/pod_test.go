@@ -74,6 +74,8 @@ func wantPod() *corev1.Pod {
 					ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}},
 					InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3,
 				},
+				// 8.0.1 with a replica per shard: held for the operator's hand-over.
+				Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "data", MountPath: "/var/lib/valkey"},
 					{Name: "config", MountPath: "/etc/valkey/conf", ReadOnly: true},

@@ -76,6 +76,10 @@ const (
 	ReasonTakeover         = "no quorum — issued TAKEOVER on replica"
 	ReasonUnschedulable    = "bootstrap blocked: pod cannot be scheduled"
 	ReasonRollFailover     = "failover to up-to-date replica for rolling upgrade"
+	// ReasonHandOver: a primary's pod is being deleted (deletion, eviction,
+	// drain) while its process still serves; a synced replica takes over
+	// before the process gets SIGTERM.
+	ReasonHandOver         = "handing a stopping primary's role to an in-sync replica"
 	ReasonFailoverInFlight = "waiting for the requested failover to complete"
 	// ReasonRetryMigration: the source's previous CLUSTER MIGRATESLOTS job
 	// failed; the move is tried again.

@@ -26,7 +26,7 @@ func Plan(in Input) Wave {
 			fmt.Sprintf("shards=%d replicasPerShard=%d", in.Shards, in.ReplicasPerShard)))
 	}
 	w := newWorld(in)
-	steps := []func() ([]Action, bool){one(w.primaries), one(w.redirectMigrations), one(w.departed)}
+	steps := []func() ([]Action, bool){w.handOvers, one(w.primaries), one(w.redirectMigrations), one(w.departed)}
 	if in.Creating {
 		steps = append(steps, w.bootstrap)
 	} else {
@@ -159,6 +159,31 @@ func (w *world) label(id string) string {
 		return n.Name
 	}
 	return id
+}
+
+// handOvers fails over, in one wave, every slot-holding primary whose pod is
+// stopping, each to its best replica that has finished its sync. The pod's
+// preStop hold keeps the primary serving meanwhile, so the replica catches
+// up (a default CLUSTER FAILOVER pauses the primary's writers until it has)
+// and clients are redirected with no write lost. A primary with no such
+// replica is left to primaries, which waits for its pod to go.
+func (w *world) handOvers() ([]Action, bool) {
+	var out []Action
+	for _, id := range w.holders {
+		p := w.byID[id]
+		if p == nil || p.Pod.Phase != PodStopping || w.failFlag[id] {
+			continue
+		}
+		for _, r := range w.takeoverCandidates(id, p) {
+			if r.View.LinkUp && r.View.SyncDone {
+				out = append(out, Action{Kind: KindFailover, Tier: TierStability, Reason: ReasonHandOver,
+					Detail:   fmt.Sprintf("%s takes over from %s", r.Name, p.Name),
+					Failover: &Failover{Node: r.Name, Mode: FailoverDefault}})
+				break
+			}
+		}
+	}
+	return out, len(out) > 0
 }
 
 // primaries makes sure every slot-holding primary is healthy (§2.1 1.1).
