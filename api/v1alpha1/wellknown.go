@@ -31,6 +31,12 @@ const (
 	// of its planner (status, TLS and ACL reloads keep running).
 	AnnotationPaused = "valkey.gomomento.com/paused"
 
+	// ConditionSynced is the readiness gate of every Valkey pod: True once
+	// the node holds its shard's data (a primary, or a replica whose initial
+	// sync is done and whose link is up). The operator sets it; a pod is
+	// Ready, and counts for its shard's PodDisruptionBudget, only with it.
+	ConditionSynced = "valkey.gomomento.com/synced"
+
 	// ReservedPrefix is refused in spec.podAnnotations.
 	ReservedPrefix = "valkey.gomomento.com/"
 

@@ -70,6 +70,11 @@ const (
 	ReasonReloadFailed       = "ReloadFailed"
 	// ReasonStateChanged is the Event reason of a status.state transition.
 	ReasonStateChanged = "StateChanged"
+	// Reasons of the pods' synced readiness gate (valkeyv1.ConditionSynced).
+	ReasonSynced    = "Synced"
+	ReasonSyncing   = "InitialSync"
+	ReasonLinkDown  = "ReplicationLinkDown"
+	ReasonNoPrimary = "NoPrimary"
 	// ReasonPaused and ReasonResumed: the paused annotation was set or
 	// removed (Paused condition and Events).
 	ReasonPaused  = "Paused"

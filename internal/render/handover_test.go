@@ -2,7 +2,6 @@ package render
 
 import (
 	"testing"
-
 )
 
 func TestSigtermFailoverFollowsTheVersion(t *testing.T) {

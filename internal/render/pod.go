@@ -97,6 +97,7 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers:                containers,
+			ReadinessGates:            []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionSynced}},
 			Volumes:                   volumes(node),
 			NodeSelector:              maps.Clone(placement.NodeSelector),
 			Tolerations:               tolerations(),

@@ -50,6 +50,7 @@ func wantPod() *corev1.Pod {
 				FSGroup:        ptr.To[int64](999),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "valkey.gomomento.com/synced"}},
 			Containers: []corev1.Container{{
 				Name:    "valkey",
 				Image:   "valkey/valkey:8.0.1",

@@ -131,4 +131,3 @@ func (l *clientLoad) longestWriteGap() (time.Duration, time.Time) {
 	}
 	return longest, from
 }
-
