@@ -63,7 +63,7 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 	if from.ID != m.fromID || to.ID != m.toID {
 		return fmt.Errorf("classic migration: nodes answer as %s and %s, expected %s and %s", from.ID, to.ID, m.fromID, m.toID)
 	}
-	var importing, migrating, claim, release, all []int
+	var importing, migrating, all []int
 	for slot := slots.Start; slot <= slots.End; slot++ {
 		fromOwns, toOwns := owns(from, slot), owns(to, slot)
 		if !fromOwns && !toOwns {
@@ -76,13 +76,15 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 		if fromOwns && from.Migrating[slot] != m.toID {
 			migrating = append(migrating, slot)
 		}
-		if !toOwns || to.Importing[slot] != "" {
-			claim = append(claim, slot)
-		}
-		if fromOwns || from.Migrating[slot] != "" {
-			release = append(release, slot)
-		}
 	}
+	// Both ends are told the owner of every slot of the batch, even where
+	// they already agree: Valkey 8 replicates SETSLOT to replicas (and
+	// copies MIGRATING/IMPORTING in a full sync), but a primary that learns
+	// the new owner from gossip, after refusing SETSLOT NODE (NOREPLICAS
+	// while a replica syncs or is gone), clears its own state without
+	// telling them. A repeat of the command is what clears the replicas'
+	// copies; on a node that already agrees it changes nothing else.
+	claim, release := all, all
 	// IMPORTING before MIGRATING: once the source sends ASK redirects the
 	// target must already accept them.
 	if err := m.to.ClusterSetSlots(ctx, importing, valkey.SlotImporting, m.fromID); err != nil {
