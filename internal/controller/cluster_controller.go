@@ -256,7 +256,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		// Once per hold: the figures in the message move with every write.
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
 	}
-	applyPlan(vc, lead, topology.DecideState(creating, lead))
+	applyPlan(vc, lead, decideState(creating, lead, o))
 	if tls.Failure != nil {
 		// The plan's conditions say what heals; the state stays Invalid.
 		r.setInvalid(ctx, vc, tls.Failure.Reason, tls.Failure.Message)

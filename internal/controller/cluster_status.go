@@ -90,6 +90,18 @@ func resharding(prev *valkeyv1.ReshardingStatus, s topology.Summary) *valkeyv1.R
 
 // applyPlan sets state and the Ready/Progressing/Degraded conditions from
 // the planner's answer.
+// decideState is the planner's state for the lead action, except that a
+// cluster owing a roll is never Active until it is done: whatever the
+// planner does first (repairing a lost member, a replacement held back
+// after crashing), the nodes do not run what the spec asks for.
+func decideState(creating bool, lead topology.Action, o *observed) topology.State {
+	state := topology.DecideState(creating, lead)
+	if state == topology.StateActive && !lead.Done() && o.anyOutdated() {
+		return topology.StateUpdating
+	}
+	return state
+}
+
 func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.State) {
 	vc.Status.State = valkeyv1.ClusterState(state)
 	vc.Status.Message = ""

@@ -128,6 +128,12 @@ func TestReplacementBackoff(t *testing.T) {
 	if held.Acts() || actionReason(held.Lead()) != ReasonReplacementBackoff {
 		t.Fatalf("a held wave of creations = %s (reason %s), want a wait with reason %s", held, actionReason(held.Lead()), ReasonReplacementBackoff)
 	}
+	for _, tier := range []topology.Tier{topology.TierStability, topology.TierUpdate} {
+		roll := topology.Wave{Actions: []topology.Action{{Kind: topology.KindCreateNode, Tier: tier, CreateNode: &topology.CreateNode{ShardIndex: 0}}}}
+		if held, _ := holdCreations(roll, rec, t1.Add(time.Second)); held.Lead().Tier != tier {
+			t.Errorf("a held %s creation waits in tier %s, want its own", tier, held.Lead().Tier)
+		}
+	}
 	if held, msg := holdCreations(wave, rec, t1.Add(replacementBackoffBase)); len(held.Actions) != 2 || msg != "" {
 		t.Fatalf("after the backoff: wave %s, message %q; want the wave unchanged", held, msg)
 	}

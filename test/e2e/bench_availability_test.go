@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +29,9 @@ const (
 )
 
 // availabilityScenarios orders the report.
-var availabilityScenarios = []string{"leaf rotation", "CA rotation", "scale-out", "scale-in", "rolling upgrade", "primary kill"}
+var availabilityScenarios = []string{"leaf rotation", "CA rotation", "scale-out", "scale-in", "rolling upgrade", "primary kill",
+	"primary pod deleted, 8.0.1", "primary pod evicted, 8.0.1", "primary's node drained, 8.0.1",
+	"primary pod deleted, 9.1.2", "primary pod evicted, 9.1.2", "primary's node drained, 9.1.2"}
 
 // BenchmarkAvailabilityTLS keeps a steady client load on a 3x1 TLS cluster
 // through a leaf rotation and a CA rotation (both CAs bundled, then the
@@ -105,6 +110,95 @@ func BenchmarkAvailabilityTopology(b *testing.B) {
 		waitReplaced(b, key, lost, 3, 1)
 	})
 	deleteCluster(b, key)
+}
+
+// BenchmarkAvailabilityPlanned keeps a steady client load on a 3x1
+// plaintext cluster, on Valkey 8.0.1 and on 9.1.2, through the planned
+// disruptions of a primary: its pod deleted, its pod evicted, and its
+// Kubernetes node drained (cordoned, every Valkey pod on it evicted through
+// the budgets). Each is one sub-benchmark, run once: use -benchtime 1x.
+func BenchmarkAvailabilityPlanned(b *testing.B) {
+	for _, version := range []string{"8.0.1", "9.1.2"} {
+		ns := benchNamespace("bench-planned-" + strings.ReplaceAll(version, ".", ""))
+		createNamespace(b, ns)
+		vc := &valkeyv1.ValkeyCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+			Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: createACLMenu(b, ns, version), Shards: 3, ReplicasPerShard: 1},
+		}
+		if err := k8sClient.Create(context.Background(), vc); err != nil {
+			b.Fatal(err)
+		}
+		key := client.ObjectKeyFromObject(vc)
+		waitConverged(b, key, 3, 1, 5*time.Minute)
+		c := clusterClient(b, seedOf(key), nil)
+		shape := "3x1, " + version
+		primaryPod := func() *corev1.Pod {
+			name := getCluster(b, key).Status.ShardStatuses[0].Primary
+			p := clusterPods(b, key)[name]
+			if p == nil {
+				b.Fatalf("primary %s has no pod", name)
+			}
+			return p
+		}
+		runDisruption(b, c, "primary pod deleted, "+version, shape, func(b *testing.B) {
+			p := primaryPod()
+			if err := k8sClient.Delete(context.Background(), p); err != nil {
+				b.Fatal(err)
+			}
+			waitReplaced(b, key, p.Name, 3, 1)
+		})
+		runDisruption(b, c, "primary pod evicted, "+version, shape, func(b *testing.B) {
+			p := primaryPod()
+			evictRetrying(b, p)
+			waitReplaced(b, key, p.Name, 3, 1)
+		})
+		runDisruption(b, c, "primary's node drained, "+version, shape, func(b *testing.B) {
+			node := primaryPod().Spec.NodeName
+			setUnschedulable(b, node, true)
+			defer setUnschedulable(b, node, false)
+			var evicted []string
+			eventually(b, 5*time.Minute, "every Valkey pod evicted from "+node, func() error {
+				var left []string
+				for _, p := range clusterPods(b, key) {
+					if p.Spec.NodeName != node {
+						continue
+					}
+					left = append(left, p.Name)
+					if !p.DeletionTimestamp.IsZero() {
+						continue
+					}
+					switch err := evict(p); {
+					case err == nil:
+						evicted = append(evicted, p.Name)
+					case apierrors.IsTooManyRequests(err), apierrors.IsNotFound(err):
+					default:
+						return err
+					}
+				}
+				if len(left) > 0 {
+					return fmt.Errorf("%d pods left on %s", len(left), node)
+				}
+				return nil
+			})
+			for _, name := range evicted {
+				waitReplaced(b, key, name, 3, 1)
+			}
+		})
+		deleteCluster(b, key)
+	}
+}
+
+func evict(p *corev1.Pod) error {
+	return k8sClient.SubResource("eviction").Create(context.Background(), p, &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+	})
+}
+
+// evictRetrying evicts p, retrying while its budget refuses, as kubectl
+// drain does.
+func evictRetrying(t testing.TB, p *corev1.Pod) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "evicting "+p.Name, func() error { return evict(p) })
 }
 
 // runDisruption runs disrupt as a sub-benchmark under a steady client

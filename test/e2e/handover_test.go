@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,11 +81,7 @@ func runHandOver(t *testing.T, version, how string) {
 			t.Fatal(err)
 		}
 	case "evict":
-		eventually(t, time.Minute, "evicting "+primary, func() error {
-			return k8sClient.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
-				ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
-			})
-		})
+		evictRetrying(t, pod)
 	}
 	t.Logf("%s of primary %s (Valkey %s); its replica is %s", how, primary, version, replica)
 
