@@ -42,6 +42,10 @@ const (
 
 	// FinalizerCluster guards a ValkeyCluster's teardown.
 	FinalizerCluster = "valkey.gomomento.com/cleanup"
+	// FinalizerCredentials keeps a cluster's {cluster}-operator-auth Secret
+	// readable after a deletion request, so the operator can recreate it
+	// with the same passwords: the running nodes know no others.
+	FinalizerCredentials = "valkey.gomomento.com/credentials"
 	// FinalizerNode guards a ValkeyNode's teardown.
 	FinalizerNode = "valkey.gomomento.com/node-cleanup"
 )

@@ -123,6 +123,13 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		return ctrlrt.Result{}, err
 	}
 	passwords, err := r.ensurePasswords(ctx, rc)
+	if lost := (*errCredentialsLost)(nil); errors.As(err, &lost) {
+		if c := meta.FindStatusCondition(vc.Status.Conditions, CondReady); c == nil || c.Reason != ReasonCredentialsLost {
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonCredentialsLost, "EnsureCredentials", "%s", lost.message)
+		}
+		setCondition(vc, CondReady, metav1.ConditionFalse, ReasonCredentialsLost, lost.message)
+		setCondition(vc, CondDegraded, metav1.ConditionTrue, ReasonCredentialsLost, lost.message)
+	}
 	if err != nil {
 		return ctrlrt.Result{}, err
 	}
@@ -421,6 +428,9 @@ func (r *ClusterReconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	if len(nodes.Items) > 0 {
 		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+	}
+	if err := r.releaseCredentials(ctx, vc); err != nil {
+		return ctrlrt.Result{}, err
 	}
 	patch := ctrl.MergeFrom(vc.DeepCopy())
 	controllerutil.RemoveFinalizer(vc, valkeyv1.FinalizerCluster)

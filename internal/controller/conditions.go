@@ -70,6 +70,11 @@ const (
 	ReasonReloadFailed       = "ReloadFailed"
 	// ReasonStateChanged is the Event reason of a status.state transition.
 	ReasonStateChanged = "StateChanged"
+	// Reasons about the operator's own credentials ({cluster}-operator-auth):
+	// deleted and kept for a restore, restored, or gone past the finalizer.
+	ReasonCredentialsDeleted  = "CredentialsDeleted"
+	ReasonCredentialsRestored = "CredentialsRestored"
+	ReasonCredentialsLost     = "CredentialsLost"
 	// Reasons of the pods' synced readiness gate (valkeyv1.ConditionSynced).
 	ReasonSynced    = "Synced"
 	ReasonSyncing   = "InitialSync"
