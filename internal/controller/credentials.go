@@ -167,4 +167,3 @@ func (r *ClusterReconciler) addExporterPassword(ctx context.Context, s *corev1.S
 	}
 	return p, nil
 }
-
