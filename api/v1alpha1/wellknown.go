@@ -46,6 +46,11 @@ const (
 	// readable after a deletion request, so the operator can recreate it
 	// with the same passwords: the running nodes know no others.
 	FinalizerCredentials = "valkey.gomomento.com/credentials"
+	// FinalizerMetering keeps a ValkeyMeteringRecord until it is released.
+	FinalizerMetering = "valkey.gomomento.com/metering"
+	// AnnotationRelease set to "true" on a ValkeyMeteringRecord releases
+	// it: once it is also deleted, it goes.
+	AnnotationRelease = "valkey.gomomento.com/release"
 	// FinalizerNode guards a ValkeyNode's teardown.
 	FinalizerNode = "valkey.gomomento.com/node-cleanup"
 )

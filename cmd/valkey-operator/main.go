@@ -26,6 +26,9 @@ func main() {
 		zoneSpread   = string(opts.DefaultZoneSpread)
 		printVersion bool
 	)
+	if v := os.Getenv("POD_NAMESPACE"); v != "" {
+		opts.Namespace = v
+	}
 	if v := os.Getenv("DEFAULT_ZONE_SPREAD"); v != "" {
 		zoneSpread = v
 	}
@@ -38,6 +41,8 @@ func main() {
 	flag.IntVar(&opts.ClusterWorkers, "cluster-workers", opts.ClusterWorkers, "How many ValkeyClusters are reconciled at once (never the same one twice).")
 	flag.IntVar(&opts.WaveConcurrency, "wave-concurrency", opts.WaveConcurrency, "How many independent actions of one cluster's wave run at once.")
 	flag.DurationVar(&opts.SampleInterval, "sample-interval", opts.SampleInterval, "How often every node's utilisation is sampled and autoscaling decided.")
+	flag.StringVar(&opts.Namespace, "operator-namespace", opts.Namespace, "The operator's namespace, where metering records are kept (env POD_NAMESPACE).")
+	flag.DurationVar(&opts.MeteringInterval, "metering-interval", opts.MeteringInterval, "How often every cluster's metering record is advanced.")
 	flag.StringVar(&opts.ExporterImage, "exporter-image", opts.ExporterImage, "Image of the metrics exporter run next to Valkey when a ValkeyConfig enables it (spec.exporter).")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}

@@ -75,6 +75,8 @@ const (
 	ReasonCredentialsDeleted  = "CredentialsDeleted"
 	ReasonCredentialsRestored = "CredentialsRestored"
 	ReasonCredentialsLost     = "CredentialsLost"
+	// ReasonMeteringReleased is the Event of a released metering record.
+	ReasonMeteringReleased = "Released"
 	// Reasons of the pods' synced readiness gate (valkeyv1.ConditionSynced).
 	ReasonSynced    = "Synced"
 	ReasonSyncing   = "InitialSync"

@@ -40,10 +40,19 @@ type Options struct {
 	// SampleInterval is how often every node's utilisation is sampled and
 	// autoscaling decided.
 	SampleInterval time.Duration
+	// Namespace is the operator's own namespace, where the metering
+	// records live.
+	Namespace string
+	// MeteringInterval is how often every cluster's metering record is
+	// advanced.
+	MeteringInterval time.Duration
 	// ExporterImage runs the metrics exporter of clusters whose config
 	// enables it; pods created afterwards get a changed one.
 	ExporterImage string
 }
+
+// DefaultNamespace is where the install puts the operator.
+const DefaultNamespace = "valkey-operator"
 
 // DefaultOptions are the shipped defaults.
 func DefaultOptions() Options {
@@ -60,6 +69,8 @@ func DefaultOptions() Options {
 		ClusterWorkers:    4,
 		WaveConcurrency:   16,
 		SampleInterval:    30 * time.Second,
+		Namespace:         DefaultNamespace,
+		MeteringInterval:  time.Minute,
 		ExporterImage:     render.DefaultExporterImage,
 	}
 }
@@ -85,6 +96,12 @@ func (o Options) Validate() error {
 	}
 	if o.SampleInterval < time.Second {
 		return fmt.Errorf("sample interval %s: must be at least 1s", o.SampleInterval)
+	}
+	if o.Namespace == "" {
+		return fmt.Errorf("operator namespace must not be empty")
+	}
+	if o.MeteringInterval < time.Second {
+		return fmt.Errorf("metering interval %s: must be at least 1s", o.MeteringInterval)
 	}
 	if o.ExporterImage == "" {
 		return fmt.Errorf("exporter image must not be empty")

@@ -109,7 +109,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := SetupAutoscaler(mgr, opts, dialer); err != nil {
 		return err
 	}
-	return nil
+	return SetupMetering(mgr, opts)
 }
 
 // DialFunc opens a connection to a node.

@@ -28,6 +28,7 @@ var wantInstall = []string{
 	"CustomResourceDefinition/valkeyclusters.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyconfigs.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyimages.valkey.gomomento.com",
+	"CustomResourceDefinition/valkeymeteringrecords.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeynodes.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyroles.valkey.gomomento.com",
 	"Deployment/valkey-operator",

@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +62,7 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	// Autoscaling decides on samples; seconds instead of the default 30 s
 	// keep its test short.
 	opts.SampleInterval = 2 * time.Second
+	opts.MeteringInterval = 2 * time.Second
 	// The local runtime moves mount paths; the TLS reloader must read and
 	// name the files the node processes really use.
 	if err := controller.SetupWithRuntime(mgr, opts, controller.Runtime{NodePath: local.Runtime.HostPath}); err != nil {
@@ -144,6 +147,11 @@ func run(m *testing.M) int {
 	// Tests read around the operator's cache, so they see what the
 	// apiserver has, not what the operator has noticed.
 	if k8sClient, err = client.New(local.ControlPlane.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The operator's own namespace, where it keeps the metering records.
+	if err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
