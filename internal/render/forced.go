@@ -32,6 +32,17 @@ var forcedAlways = []setting{
 	{"save", ""},
 }
 
+// defaults are directives a node gets when no config in the chain sets
+// them; unlike the forced ones, the user's value wins.
+var defaults = []setting{
+	// A primary delays a diskless full sync this long (5 s by Valkey's
+	// default) so that one fork serves every replica that asks meanwhile.
+	// The operator attaches a shard's replicas in one wave, milliseconds
+	// apart, so a second is enough to batch them, and the other four only
+	// delayed every new replica: in a bootstrap, a replacement, a roll.
+	{"repl-diskless-sync-delay", "1"},
+}
+
 // forcedTLS are applied after forcedAlways in TLS mode (port 0 closes the
 // plaintext listener). The per-node cluster-announce-hostname is added when
 // the node's ConfigMap is rendered, see nodeSettings.
