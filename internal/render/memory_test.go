@@ -34,14 +34,14 @@ func TestMemorySafety(t *testing.T) {
 			want:   map[string]string{"maxmemory": "20971520"},
 		},
 		{
-			name:   "replicas are synced after a second, not Valkey's five",
-			want:   map[string]string{"repl-diskless-sync-delay": "1"},
+			name: "replicas are synced after a second, not Valkey's five",
+			want: map[string]string{"repl-diskless-sync-delay": "1"},
 		},
 		{
-			name:   "the user's sync delay wins, in any case",
-			user:   map[string]string{"Repl-Diskless-Sync-Delay": "5"},
-			want:   map[string]string{"Repl-Diskless-Sync-Delay": "5"},
-			gone:   []string{"repl-diskless-sync-delay"},
+			name: "the user's sync delay wins, in any case",
+			user: map[string]string{"Repl-Diskless-Sync-Delay": "5"},
+			want: map[string]string{"Repl-Diskless-Sync-Delay": "5"},
+			gone: []string{"repl-diskless-sync-delay"},
 		},
 		{
 			name:   "the user's maxmemory wins, in any case",
