@@ -112,6 +112,19 @@ type Footprint struct {
 	APIRequests int     `json:"apiRequests"`
 }
 
+// Autoscale is one scale-out the autoscaler decided on real load.
+type Autoscale struct {
+	Trigger string `json:"trigger"` // "memory" or "cpu"
+	Cluster string `json:"cluster"`
+	// SampleIntervalSeconds is the operator's sampling period in the run.
+	SampleIntervalSeconds float64 `json:"sampleIntervalSeconds"`
+	// From the threshold crossed (the load in place) to the ScaleOut
+	// decision, to the new shard owning slots, and to Active again.
+	DecisionSeconds float64 `json:"decisionSeconds"`
+	SlotsSeconds    float64 `json:"slotsSeconds"`
+	ActiveSeconds   float64 `json:"activeSeconds"`
+}
+
 // File is one record as written to disk: exactly one field is set.
 type File struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
@@ -119,6 +132,7 @@ type File struct {
 	Availability *Availability `json:"availability,omitempty"`
 	Resharding   *Resharding   `json:"resharding,omitempty"`
 	Footprint    *Footprint    `json:"footprint,omitempty"`
+	Autoscale    *Autoscale    `json:"autoscale,omitempty"`
 }
 
 // Set is every record of a run, in the order their files sort.
@@ -128,6 +142,7 @@ type Set struct {
 	Availability []Availability
 	Resharding   []Resharding
 	Footprint    []Footprint
+	Autoscale    []Autoscale
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -183,5 +198,7 @@ func (s *Set) Add(f File) {
 		s.Resharding = append(s.Resharding, *f.Resharding)
 	case f.Footprint != nil:
 		s.Footprint = append(s.Footprint, *f.Footprint)
+	case f.Autoscale != nil:
+		s.Autoscale = append(s.Autoscale, *f.Autoscale)
 	}
 }

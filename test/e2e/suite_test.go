@@ -39,6 +39,10 @@ var (
 )
 
 // startOperator runs the operator in this process, as its Deployment would.
+// testSampleInterval is the operator's sampling period in these tests:
+// seconds instead of the shipped 30 s keep the autoscaling tests short.
+const testSampleInterval = 2 * time.Second
+
 func startOperator(ctx context.Context) (stop func(), err error) {
 	scheme, err := controller.NewScheme()
 	if err != nil {
@@ -61,7 +65,7 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	opts.ErrorBackoffMax = 5 * time.Second
 	// Autoscaling decides on samples; seconds instead of the default 30 s
 	// keep its test short.
-	opts.SampleInterval = 2 * time.Second
+	opts.SampleInterval = testSampleInterval
 	opts.MeteringInterval = 2 * time.Second
 	// The local runtime moves mount paths; the TLS reloader must read and
 	// name the files the node processes really use.
