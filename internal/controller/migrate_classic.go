@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -93,10 +94,8 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 	if err := m.from.ClusterSetSlots(ctx, migrating, valkey.SlotMigrating, m.toID); err != nil {
 		return err
 	}
-	for _, slot := range all {
-		if err := m.drain(ctx, slot); err != nil {
-			return fmt.Errorf("moving slot %d: %w", slot, err)
-		}
+	if err := m.drain(ctx, all); err != nil {
+		return err
 	}
 	// The target first: it bumps its config epoch and claims the slots, so
 	// the claim wins over the source's older one everywhere. Then the
@@ -113,28 +112,37 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 	return nil
 }
 
-// drain migrates every key the source holds in slot to the target. REPLACE
-// makes a repeat safe: a key copied by an interrupted MIGRATE whose source
-// copy was not deleted is overwritten with the source's, the current one.
-func (m classicMigration) drain(ctx context.Context, slot int) error {
-	for {
-		keys, err := m.from.ClusterGetKeysInSlot(ctx, slot, classicKeysPerMigrate)
+// drain migrates every key the source holds in slots to the target, in
+// rounds: one pipeline asks for the keys of every slot still holding some,
+// one pipeline migrates them, one MIGRATE per slot. Most slots empty in one
+// round, so a batch costs a few round trips instead of several per slot.
+// REPLACE makes a repeat safe: a key copied by an interrupted MIGRATE whose
+// source copy was not deleted is overwritten with the source's, the
+// current one. Keys that expired or were deleted meanwhile are skipped (a
+// +NOKEY status when none is left), not an error.
+func (m classicMigration) drain(ctx context.Context, slots []int) error {
+	for len(slots) > 0 {
+		keys, err := m.from.ClusterGetKeysInSlots(ctx, slots, classicKeysPerMigrate)
 		if err != nil {
 			return err
 		}
 		if len(keys) == 0 {
 			return nil
 		}
-		// Keys that expired or were deleted meanwhile are skipped (a +NOKEY
-		// status when none is left), not an error.
-		if err := m.from.Migrate(ctx, valkey.MigrateArgs{
-			Host: m.toHost, Port: m.toPort, Keys: keys,
+		slots = slices.Sorted(maps.Keys(keys))
+		groups := make([][]string, len(slots))
+		for i, slot := range slots {
+			groups[i] = keys[slot]
+		}
+		if err := m.from.MigrateEach(ctx, valkey.MigrateArgs{
+			Host: m.toHost, Port: m.toPort,
 			Username: m.user, Password: m.password,
 			Timeout: classicMigrateTimeout, Replace: true,
-		}); err != nil {
-			return err
+		}, groups); err != nil {
+			return fmt.Errorf("moving slots %v: %w", slots, err)
 		}
 	}
+	return nil
 }
 
 func myself(ctx context.Context, n *valkey.Node) (valkey.ClusterNode, error) {
