@@ -77,6 +77,9 @@ const (
 	ReasonCredentialsLost     = "CredentialsLost"
 	// ReasonMeteringReleased is the Event of a released metering record.
 	ReasonMeteringReleased = "Released"
+	// ReasonReleaseRequired: a metering record was deleted without the
+	// release annotation; the deletion waits for it.
+	ReasonReleaseRequired = "ReleaseRequired"
 	// Reasons of the pods' synced readiness gate (valkeyv1.ConditionSynced).
 	ReasonSynced    = "Synced"
 	ReasonSyncing   = "InitialSync"

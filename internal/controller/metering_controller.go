@@ -138,7 +138,13 @@ func (r *MeteringReconciler) create(ctx context.Context, req ctrlrt.Request) (ct
 
 // release lets a deleted record go once it carries the release annotation.
 func (r *MeteringReconciler) release(ctx context.Context, rec *valkeyv1.ValkeyMeteringRecord) error {
-	if rec.Annotations[valkeyv1.AnnotationRelease] != "true" || !controllerutil.ContainsFinalizer(rec, valkeyv1.FinalizerMetering) {
+	if !controllerutil.ContainsFinalizer(rec, valkeyv1.FinalizerMetering) {
+		return nil
+	}
+	if rec.Annotations[valkeyv1.AnnotationRelease] != "true" {
+		// Said once per deletion: the record is not updated while it waits.
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, ReasonReleaseRequired, "Release",
+			"deletion held: a metering record cannot be rebuilt once gone; export it, then annotate it %s=true", valkeyv1.AnnotationRelease)
 		return nil
 	}
 	patch := client.MergeFrom(rec.DeepCopy())

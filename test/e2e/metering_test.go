@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,6 +112,18 @@ func TestMeteringRecordAccumulatesAndSurvives(t *testing.T) {
 	if rec := read(); rec.DeletionTimestamp.IsZero() {
 		t.Fatalf("record not marked for deletion")
 	}
+	eventually(t, 30*time.Second, "a ReleaseRequired Event on the record", func() error {
+		var list eventsv1.EventList
+		if err := k8sClient.List(ctx, &list, client.InNamespace(controller.DefaultNamespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == recKey.Name && e.Reason == controller.ReasonReleaseRequired {
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
 	eventually(t, 30*time.Second, "annotating the record released", func() error {
 		rec := read()
 		patch := client.MergeFrom(rec.DeepCopy())
