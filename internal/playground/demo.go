@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -78,7 +79,10 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(l.ControlPlane.Config, ctrl.Options{
+	// As the shipped binary's config: no client-side rate limit.
+	opCfg := rest.CopyConfig(l.ControlPlane.Config)
+	opCfg.QPS = -1
+	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

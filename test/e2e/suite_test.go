@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +49,12 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(local.ControlPlane.Config, ctrl.Options{
+	// As the shipped binary's config: no client-side rate limit (the
+	// apiserver's priority and fairness governs), where client-go's default
+	// of 5 requests a second would throttle every large cluster.
+	cfg := rest.CopyConfig(local.ControlPlane.Config)
+	cfg.QPS = -1
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// A restarted operator registers its controllers again in this
