@@ -109,22 +109,22 @@ func (r *ClusterReconciler) keepCredentials(ctx context.Context, rc render.Clust
 // restoreCredentials recreates the operator-auth Secret from its restore
 // copy, if there is one, and removes the copy.
 func (r *ClusterReconciler) restoreCredentials(ctx context.Context, rc render.Cluster) (render.Passwords, bool, error) {
-	var copy corev1.Secret
+	var saved corev1.Secret
 	key := client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: render.OperatorAuthRestoreSecretName(rc.Cluster.Name)}
-	switch err := r.APIReader.Get(ctx, key, &copy); {
+	switch err := r.APIReader.Get(ctx, key, &saved); {
 	case apierrors.IsNotFound(err):
 		return render.Passwords{}, false, nil
 	case err != nil:
 		return render.Passwords{}, false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	}
-	p, err := render.PasswordsFromSecret(&copy)
+	p, err := render.PasswordsFromSecret(&saved)
 	if err != nil {
 		return render.Passwords{}, false, fmt.Errorf("secret %s: %w", key.Name, err)
 	}
 	if err := createIgnoreExists(ctx, r.Client, rc.OperatorAuthSecret(p)); err != nil {
 		return render.Passwords{}, false, err
 	}
-	if err := r.Delete(ctx, &copy); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Delete(ctx, &saved); err != nil && !apierrors.IsNotFound(err) {
 		return render.Passwords{}, false, fmt.Errorf("deleting Secret %s: %w", key.Name, err)
 	}
 	r.Recorder.Eventf(rc.Cluster, nil, corev1.EventTypeNormal, ReasonCredentialsRestored, "RestoreCredentials",
