@@ -14,7 +14,7 @@ import (
 )
 
 // heldForTLS is the wait a change is turned into while the TLS Secret is
-// invalid (condition reason ReasonHeldForTLS).
+// invalid (condition reason valkeyv1.ReasonHeldForTLS).
 const heldForTLS = "topology changes wait for a valid TLS Secret"
 
 // healingOnly is what a cluster whose TLS Secret is invalid may still do:

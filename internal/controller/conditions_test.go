@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -13,12 +14,12 @@ func TestActionReason(t *testing.T) {
 		want string
 	}{
 		{"an action is named by its kind", topology.Action{Kind: topology.KindFailover, Reason: topology.ReasonRollFailover}, "Failover"},
-		{"a pod the scheduler cannot place", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonPodUnschedulable}, ReasonPodUnschedulable},
-		{"bootstrap blocked on scheduling", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonUnschedulable}, ReasonPodUnschedulable},
-		{"a pod not running yet", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonPodPending}, ReasonPodPending},
-		{"a node that does not answer", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonNodeSilent}, ReasonUnreachable},
-		{"Valkey's own failover awaited", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonWaitAutoFailover}, ReasonAwaitingAutoFailover},
-		{"a requested failover awaited", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonFailoverInFlight}, ReasonFailoverInProgress},
+		{"a pod the scheduler cannot place", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonPodUnschedulable}, valkeyv1.ReasonPodUnschedulable},
+		{"bootstrap blocked on scheduling", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonUnschedulable}, valkeyv1.ReasonPodUnschedulable},
+		{"a pod not running yet", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonPodPending}, valkeyv1.ReasonPodPending},
+		{"a node that does not answer", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonNodeSilent}, valkeyv1.ReasonUnreachable},
+		{"Valkey's own failover awaited", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonWaitAutoFailover}, valkeyv1.ReasonAwaitingAutoFailover},
+		{"a requested failover awaited", topology.Action{Kind: topology.KindWait, Reason: topology.ReasonFailoverInFlight}, valkeyv1.ReasonFailoverInProgress},
 		{"any other wait", topology.Action{Kind: topology.KindWait, Reason: "waiting for shard to settle"}, "Wait"},
 	}
 	for _, tt := range tests {

@@ -19,10 +19,6 @@ import (
 // loop and start recreating hot again.
 const AnnotationReplacementBackoff = "valkey.gomomento.com/replacement-backoff"
 
-// ReasonReplacementBackoff: new nodes are held back after repeated
-// container failures (ContainersHealthy, and Progressing while it holds).
-const ReasonReplacementBackoff = "ReplacementBackoff"
-
 // reasonBackoffWait is the planner-style reason of the wait that replaces
 // held node creations.
 const reasonBackoffWait = "replacements back off after repeated container failures"
