@@ -251,7 +251,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	}
 	sort.Strings(names)
 	applySummary(vc, topology.Summarize(in), names)
-	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Reason == topology.ReasonScaleInNoHeadroom &&
+	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&
 		(p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory) {
 		// Once per hold: the figures in the message move with every write.
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))

@@ -37,7 +37,7 @@ func healingOnly(w topology.Wave) topology.Wave {
 	case w.Acts():
 		lead := w.Lead()
 		return topology.Wave{Actions: []topology.Action{{Kind: topology.KindWait, Tier: lead.Tier,
-			Reason: heldForTLS, Detail: fmt.Sprintf("%s (%s)", lead.Kind, lead.Reason)}}}
+			Cause: topology.CauseHeldForTLS, Reason: heldForTLS, Detail: fmt.Sprintf("%s (%s)", lead.Kind, lead.Reason)}}}
 	default:
 		return w
 	}

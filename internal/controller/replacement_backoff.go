@@ -99,7 +99,8 @@ func holdCreations(wave topology.Wave, rec replacementRecord, now time.Time) (to
 	}
 	msg := fmt.Sprintf("%d node container(s) exited in a row; the next node is created at %s", rec.Failures, next.UTC().Format(time.RFC3339))
 	if len(kept) == 0 {
-		kept = append(kept, topology.Action{Kind: topology.KindWait, Tier: topology.TierStability, Reason: reasonBackoffWait, Detail: msg})
+		kept = append(kept, topology.Action{Kind: topology.KindWait, Tier: topology.TierStability,
+			Cause: topology.CauseReplacementBackoff, Reason: reasonBackoffWait, Detail: msg})
 	}
 	return topology.Wave{Actions: kept}, msg
 }

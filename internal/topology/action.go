@@ -121,6 +121,9 @@ type Action struct {
 	Reason string
 	// Detail names the nodes, slots or blocker involved.
 	Detail string
+	// Cause names what a Wait is held up by, for status; CauseNone for
+	// every other action and for the waits that are steps of a procedure.
+	Cause WaitCause
 
 	CreateNode   *CreateNode
 	Meet         *Meet
@@ -245,6 +248,14 @@ func wait(tier Tier, reason, detail string) Action {
 	return Action{Kind: KindWait, Tier: tier, Reason: reason, Detail: detail}
 }
 
+// waitOn is a Wait on something a reader can act on or should expect to
+// clear by itself; cause, not reason, decides its condition reason.
+func waitOn(tier Tier, cause WaitCause, reason, detail string) Action {
+	a := wait(tier, reason, detail)
+	a.Cause = cause
+	return a
+}
+
 func pendingDetail(n *node) string {
 	if n.Pod.Unschedulable != "" {
 		return fmt.Sprintf("%s: %s", n.Name, n.Pod.Unschedulable)
@@ -258,15 +269,15 @@ func waitForPod(tier Tier, n *node) Action {
 		if tier == TierBootstrap {
 			reason = ReasonUnschedulable
 		}
-		return wait(tier, reason, pendingDetail(n))
+		return waitOn(tier, CausePodUnschedulable, reason, pendingDetail(n))
 	}
 	if n.pending() {
-		return wait(tier, ReasonPodPending, n.Name)
+		return waitOn(tier, CausePodPending, ReasonPodPending, n.Name)
 	}
 	if n.Pod.Phase == PodStopping {
-		return wait(tier, ReasonPodStopping, n.Name)
+		return waitOn(tier, CausePodStopping, ReasonPodStopping, n.Name)
 	}
-	return wait(tier, ReasonNodeSilent, n.Name)
+	return waitOn(tier, CauseNodeSilent, ReasonNodeSilent, n.Name)
 }
 
 func meet(tier Tier, n, seed *node) Action {

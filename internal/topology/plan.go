@@ -106,7 +106,7 @@ func (w *world) holdRepeatedFailover(a Action) Action {
 		return a
 	}
 	if age := w.in.Now.Sub(n.FailoverRequested); age >= 0 && age < FailoverGrace {
-		return wait(a.Tier, ReasonFailoverInFlight, a.Detail)
+		return waitOn(a.Tier, CauseFailoverInFlight, ReasonFailoverInFlight, a.Detail)
 	}
 	return a
 }

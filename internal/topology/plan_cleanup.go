@@ -74,7 +74,7 @@ func (w *world) settled() (Action, bool) {
 		// the primary loses the shard, so the cluster is not converged.
 		for _, r := range reps {
 			if !r.View.LinkUp || !r.View.SyncDone {
-				return wait(TierStability, ReasonReplicaSyncing, r.Name), true
+				return waitOn(TierStability, CauseReplicaSyncing, ReasonReplicaSyncing, r.Name), true
 			}
 		}
 	}

@@ -58,13 +58,13 @@ func (w *world) primaries() (Action, bool) {
 			// are gone: while it answers, neither a takeover (which drops
 			// what it acknowledged since) nor a forget (which drops all of
 			// it) is safe.
-			notes.add(wait(TierStability, ReasonPrimaryFlaggedButRunning, name))
+			notes.add(waitOn(TierStability, CausePrimaryStalled, ReasonPrimaryFlaggedButRunning, name))
 			continue
 		}
 		reps := w.takeoverCandidates(id, m)
 		if len(reps) > 0 {
 			if w.quorum() {
-				notes.add(wait(TierStability, ReasonWaitAutoFailover, name))
+				notes.add(waitOn(TierStability, CauseAutoFailover, ReasonWaitAutoFailover, name))
 				continue
 			}
 			return Action{Kind: KindFailover, Tier: TierStability, Reason: ReasonTakeover,
