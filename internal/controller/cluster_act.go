@@ -142,7 +142,7 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 		return nil
 	}
 	if loss, ok := lostShard(o, a); ok {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonPrimaryLostNoReplica, string(a.Kind), "%s", truncate(loss.message(time.Now()), 1000))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(a.Kind), "%s", truncate(loss.message(time.Now()), 1000))
 		return nil
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", truncate(describe(a), 1000))

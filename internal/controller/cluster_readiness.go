@@ -27,15 +27,15 @@ func syncedCondition(m topology.Member) (corev1.PodCondition, bool) {
 	c := corev1.PodCondition{Type: valkeyv1.ConditionSynced, Status: corev1.ConditionFalse}
 	switch {
 	case v.Role == topology.RolePrimary:
-		c.Status, c.Reason, c.Message = corev1.ConditionTrue, ReasonSynced, "serves as a primary"
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, valkeyv1.ReasonSynced, "serves as a primary"
 	case v.Role != topology.RoleReplica || v.PrimaryID == "":
-		c.Reason, c.Message = ReasonNoPrimary, "follows no primary yet"
+		c.Reason, c.Message = valkeyv1.ReasonNoPrimary, "follows no primary yet"
 	case !v.LinkUp:
-		c.Reason, c.Message = ReasonLinkDown, "not connected to its primary (sync not started, or the link dropped)"
+		c.Reason, c.Message = valkeyv1.ReasonLinkDown, "not connected to its primary (sync not started, or the link dropped)"
 	case !v.SyncDone:
-		c.Reason, c.Message = ReasonSyncing, "initial sync from its primary in progress"
+		c.Reason, c.Message = valkeyv1.ReasonSyncing, "initial sync from its primary in progress"
 	default:
-		c.Status, c.Reason, c.Message = corev1.ConditionTrue, ReasonSynced, "replica in sync with its primary"
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, valkeyv1.ReasonSynced, "replica in sync with its primary"
 	}
 	return c, true
 }

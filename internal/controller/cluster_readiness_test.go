@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -18,15 +19,15 @@ func TestSyncedCondition(t *testing.T) {
 	}{
 		{name: "not asked this tick: the last verdict stands"},
 		{name: "a primary holds its data", view: &topology.View{Role: topology.RolePrimary},
-			known: true, status: corev1.ConditionTrue, reason: ReasonSynced},
+			known: true, status: corev1.ConditionTrue, reason: valkeyv1.ReasonSynced},
 		{name: "a synced replica", view: &topology.View{Role: topology.RoleReplica, PrimaryID: "p", LinkUp: true, SyncDone: true},
-			known: true, status: corev1.ConditionTrue, reason: ReasonSynced},
+			known: true, status: corev1.ConditionTrue, reason: valkeyv1.ReasonSynced},
 		{name: "a replica loading its primary's data", view: &topology.View{Role: topology.RoleReplica, PrimaryID: "p", LinkUp: true},
-			known: true, status: corev1.ConditionFalse, reason: ReasonSyncing},
+			known: true, status: corev1.ConditionFalse, reason: valkeyv1.ReasonSyncing},
 		{name: "a replica not connected yet, or whose link dropped", view: &topology.View{Role: topology.RoleReplica, PrimaryID: "p"},
-			known: true, status: corev1.ConditionFalse, reason: ReasonLinkDown},
+			known: true, status: corev1.ConditionFalse, reason: valkeyv1.ReasonLinkDown},
 		{name: "a replica following nobody", view: &topology.View{Role: topology.RoleReplica},
-			known: true, status: corev1.ConditionFalse, reason: ReasonNoPrimary},
+			known: true, status: corev1.ConditionFalse, reason: valkeyv1.ReasonNoPrimary},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

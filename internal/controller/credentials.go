@@ -99,7 +99,7 @@ func (r *ClusterReconciler) keepCredentials(ctx context.Context, rc render.Clust
 		if err := r.Patch(ctx, s, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("releasing the deleted Secret %s: %w", s.Name, err)
 		}
-		r.Recorder.Eventf(rc.Cluster, nil, corev1.EventTypeWarning, ReasonCredentialsDeleted, "KeepCredentials",
+		r.Recorder.Eventf(rc.Cluster, nil, corev1.EventTypeWarning, valkeyv1.ReasonCredentialsDeleted, "KeepCredentials",
 			"Secret %s was deleted while the cluster runs; its passwords are kept in %s and it is recreated with them",
 			s.Name, render.OperatorAuthRestoreSecretName(rc.Cluster.Name))
 	}
@@ -127,7 +127,7 @@ func (r *ClusterReconciler) restoreCredentials(ctx context.Context, rc render.Cl
 	if err := r.Delete(ctx, &saved); err != nil && !apierrors.IsNotFound(err) {
 		return render.Passwords{}, false, fmt.Errorf("deleting Secret %s: %w", key.Name, err)
 	}
-	r.Recorder.Eventf(rc.Cluster, nil, corev1.EventTypeNormal, ReasonCredentialsRestored, "RestoreCredentials",
+	r.Recorder.Eventf(rc.Cluster, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRestored, "RestoreCredentials",
 		"Secret %s recreated with the passwords the nodes run with", render.OperatorAuthSecretName(rc.Cluster.Name))
 	return p, true, nil
 }

@@ -13,16 +13,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// CondDataLost is True once a shard has been recreated empty: its primary
-// was lost with no replica to take over, so the keys of its slots are gone.
-// It is a record rather than a state: it stays True, its message naming the
-// last loss, so that a loss over a weekend is still visible on Monday.
-const CondDataLost = "DataLost"
-
-// ReasonPrimaryLostNoReplica is the reason of CondDataLost and of the
-// Warning Event that goes with it.
-const ReasonPrimaryLostNoReplica = "PrimaryLostNoReplica"
-
 // lostPrimaryReason opens the planner's reason for forgetting a primary that
 // had no replica: the one forget whose slots restart empty.
 const lostPrimaryReason = "primary lost with no replica"
@@ -82,7 +72,7 @@ func (l dataLoss) message(at time.Time) string {
 // the node already forgotten, would never know the loss happened.
 func (r *ClusterReconciler) recordDataLoss(ctx context.Context, vc *valkeyv1.ValkeyCluster, msg string) error {
 	err := updateClusterStatus(ctx, r.Client, r.APIReader, client.ObjectKeyFromObject(vc), func(fresh *valkeyv1.ValkeyCluster) bool {
-		setCondition(fresh, CondDataLost, metav1.ConditionTrue, ReasonPrimaryLostNoReplica, msg)
+		setCondition(fresh, valkeyv1.CondDataLost, metav1.ConditionTrue, valkeyv1.ReasonPrimaryLostNoReplica, msg)
 		return true
 	})
 	if err != nil {

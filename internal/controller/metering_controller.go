@@ -143,7 +143,7 @@ func (r *MeteringReconciler) release(ctx context.Context, rec *valkeyv1.ValkeyMe
 	}
 	if rec.Annotations[valkeyv1.AnnotationRelease] != "true" {
 		// Said once per deletion: the record is not updated while it waits.
-		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, ReasonReleaseRequired, "Release",
+		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, valkeyv1.ReasonReleaseRequired, "Release",
 			"deletion held: a metering record cannot be rebuilt once gone; export it, then annotate it %s=true", valkeyv1.AnnotationRelease)
 		return nil
 	}
@@ -152,7 +152,7 @@ func (r *MeteringReconciler) release(ctx context.Context, rec *valkeyv1.ValkeyMe
 	if err := r.Patch(ctx, rec, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("releasing metering record %s: %w", rec.Name, err)
 	}
-	r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, ReasonMeteringReleased, "Release",
+	r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, valkeyv1.ReasonMeteringReleased, "Release",
 		"record of cluster %s/%s released at %s GB-hours", rec.Spec.ClusterNamespace, rec.Spec.ClusterName, rec.Status.GBHours)
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 )
 
 // A ValkeyConfig edit with a value the server refuses, on a running
@@ -41,10 +40,10 @@ func TestBadConfigEditLeavesClusterServing(t *testing.T) {
 	}
 	editConfig(func(m map[string]string) { m["maxmemory-policy"] = "evict-nothing-ever" })
 
-	assertWarning(t, key, controller.ReasonContainerExited, "exited with code 1")
+	assertWarning(t, key, valkeyv1.ReasonContainerExited, "exited with code 1")
 	eventually(t, time.Minute, "ContainersHealthy False and the state not Active", func() error {
 		got := getCluster(t, key)
-		if cond := condition(got, controller.CondContainersHealthy); cond == nil || cond.Status != metav1.ConditionFalse {
+		if cond := condition(got, valkeyv1.CondContainersHealthy); cond == nil || cond.Status != metav1.ConditionFalse {
 			return fmt.Errorf("ContainersHealthy = %+v", cond)
 		}
 		if got.Status.State == valkeyv1.StateActive {

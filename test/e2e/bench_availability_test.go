@@ -17,7 +17,6 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/bench/record"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 )
 
@@ -54,7 +53,7 @@ func BenchmarkAvailabilityTLS(b *testing.B) {
 		next := testcerts.Leaf(newCA, f.name, f.ns, clusterDomain)
 		f.rotate(next, both)
 		f.waitServing(both, next, 3*time.Minute)
-		f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+		f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent, "", time.Minute)
 		reloaded, nodes := f.reloads("success"), float64(len(f.pods()))
 		f.rotate(next, newCA.CertPEM)
 		eventually(b, 3*time.Minute, "every node to reload the new CA alone", func() error {
@@ -252,7 +251,7 @@ func newTLSCluster(t testing.TB, ns string, ca *testcerts.CA, shards, replicas i
 	}
 	deleteAtEnd(t, vc)
 	waitActive(t, f.key, shards, replicas, 5*time.Minute)
-	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+	f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent, "", time.Minute)
 	return f
 }
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -55,7 +54,7 @@ func TestOperatorCredentialsSurviveDeletion(t *testing.T) {
 		if err := k8sClient.Delete(ctx, orig.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
-		assertWarning(t, key, controller.ReasonCredentialsDeleted, secretKey.Name)
+		assertWarning(t, key, valkeyv1.ReasonCredentialsDeleted, secretKey.Name)
 		eventually(t, time.Minute, secretKey.Name+" recreated with the same passwords", func() error {
 			s, err := readSecret()
 			if err != nil {
@@ -66,7 +65,7 @@ func TestOperatorCredentialsSurviveDeletion(t *testing.T) {
 			}
 			return sameData(s)
 		})
-		assertEvent(t, key, controller.ReasonCredentialsRestored, secretKey.Name)
+		assertEvent(t, key, valkeyv1.ReasonCredentialsRestored, secretKey.Name)
 		var restore corev1.Secret
 		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: render.OperatorAuthRestoreSecretName(key.Name)}, &restore); !apierrors.IsNotFound(err) {
 			t.Errorf("restore copy still there after the restore: %v", err)
@@ -94,13 +93,13 @@ func TestOperatorCredentialsSurviveDeletion(t *testing.T) {
 		restartOperator(t)
 
 		eventually(t, time.Minute, "CredentialsLost reported", func() error {
-			cond := condition(getCluster(t, key), controller.CondReady)
-			if cond == nil || cond.Reason != controller.ReasonCredentialsLost {
+			cond := condition(getCluster(t, key), valkeyv1.CondReady)
+			if cond == nil || cond.Reason != valkeyv1.ReasonCredentialsLost {
 				return fmt.Errorf("Ready = %+v", cond)
 			}
 			return nil
 		})
-		assertWarning(t, key, controller.ReasonCredentialsLost, secretKey.Name)
+		assertWarning(t, key, valkeyv1.ReasonCredentialsLost, secretKey.Name)
 		if _, err := readSecret(); !apierrors.IsNotFound(err) {
 			t.Fatalf("a Secret %s exists again before the user restored it: %v", secretKey.Name, err)
 		}

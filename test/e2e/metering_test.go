@@ -118,7 +118,7 @@ func TestMeteringRecordAccumulatesAndSurvives(t *testing.T) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Regarding.Name == recKey.Name && e.Reason == controller.ReasonReleaseRequired {
+			if e.Regarding.Name == recKey.Name && e.Reason == valkeyv1.ReasonReleaseRequired {
 				return nil
 			}
 		}
