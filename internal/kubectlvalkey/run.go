@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,6 +27,31 @@ type Env struct {
 	Dialer DialFunc
 	// Resolver resolves the Service name; nil uses the system resolver.
 	Resolver ResolveFunc
+	// Getenv reads the environment; nil uses os.Getenv.
+	Getenv func(string) string
+}
+
+// EnvPassword holds the password verify-tls authenticates with when no
+// --password-file is given.
+const EnvPassword = "VALKEY_PASSWORD"
+
+// readPassword takes the password from a file (its first line, so a
+// trailing newline from echo does not count) or else the environment,
+// never from the command line.
+func readPassword(file string, env Env) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("reading --password-file: %w", err)
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		return strings.TrimSuffix(first, "\r"), nil
+	}
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return getenv(EnvPassword), nil
 }
 
 // UsageError is a command line that cannot run.
@@ -150,7 +177,9 @@ func runVerifyTLS(ctx context.Context, args []string, env Env) error {
 	common.bind(fs)
 	fs.StringVar(&caFile, "ca", "", "PEM file of the CA to verify against (default: ca.crt of the cluster's TLS Secret).")
 	fs.StringVar(&v.User, "user", "", "ACL user to authenticate as before PING.")
-	fs.StringVar(&v.Password, "password", "", "Password of --user (or of the default user when --user is empty).")
+	var passwordFile, argvPassword string
+	fs.StringVar(&passwordFile, "password-file", "", "File holding the password of --user (or of the default user when --user is empty); $"+EnvPassword+" otherwise.")
+	fs.StringVar(&argvPassword, "password", "", "Refused: use --password-file or $"+EnvPassword+".")
 	fs.StringVar(&v.Address, "address", "", "HOST:PORT to reach the cluster's Service at, e.g. a local port-forward; skips the per-node checks.")
 	fs.StringVar(&v.ClusterDomain, "cluster-domain", defaultClusterDomain, "DNS suffix of the cluster's Service and pod names.")
 	fs.DurationVar(&timeout, "timeout", defaultTimeout, "Bound on each connection and reply.")
@@ -158,8 +187,14 @@ func runVerifyTLS(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	if argvPassword != "" {
+		return usageErrorf("verify-tls: --password is refused: a password on the command line shows in the process list and the shell history; use --password-file FILE or $%s", EnvPassword)
+	}
+	if v.Password, err = readPassword(passwordFile, env); err != nil {
+		return err
+	}
 	if v.User != "" && v.Password == "" {
-		return usageErrorf("verify-tls: --user needs --password")
+		return usageErrorf("verify-tls: --user needs a password: --password-file FILE or $%s", EnvPassword)
 	}
 	if caFile != "" {
 		if v.CA, err = readCAFile(caFile); err != nil {

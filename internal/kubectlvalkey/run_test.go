@@ -2,6 +2,7 @@ package kubectlvalkey
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,9 @@ func TestRunCommandLine(t *testing.T) {
 		{name: "no cluster", args: []string{"status", "-n", "app"}, wantCode: 2, wantErr: "want exactly one CLUSTER argument, got 0"},
 		{name: "two clusters", args: []string{"status", "a", "b"}, wantCode: 2, wantErr: "got 2"},
 		{name: "unknown flag", args: []string{"status", "a", "--bogus"}, wantCode: 2, wantErr: "unknown flag: --bogus"},
-		{name: "user without password", args: []string{"verify-tls", "a", "--user", "alice"}, wantCode: 2, wantErr: "--user needs --password"},
+		{name: "user without password", args: []string{"verify-tls", "a", "--user", "alice"}, wantCode: 2, wantErr: "--user needs a password: --password-file FILE or $VALKEY_PASSWORD"},
+		{name: "a password on the command line is refused", args: []string{"verify-tls", "a", "--user", "alice", "--password", "s3cret"}, wantCode: 2, wantErr: "--password is refused"},
+		{name: "unreadable password file", args: []string{"verify-tls", "a", "--user", "alice", "--password-file", "/nonexistent/pw"}, wantCode: 1, wantErr: "reading --password-file"},
 		{name: "unreadable CA file", args: []string{"verify-tls", "a", "--ca", "/nonexistent/ca.crt"}, wantCode: 1, wantErr: "reading --ca"},
 		{
 			name:     "flags after the cluster reach the kubeconfig",
@@ -45,5 +48,33 @@ func TestRunCommandLine(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", tc.wantOut, both)
 			}
 		})
+	}
+}
+
+func TestReadPassword(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/pw"
+	if err := os.WriteFile(file, []byte("from-file\nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Getenv: func(k string) string {
+		if k == EnvPassword {
+			return "from-env"
+		}
+		return ""
+	}}
+	for _, tc := range []struct {
+		file string
+		env  Env
+		want string
+	}{
+		{file: file, env: env, want: "from-file"},
+		{env: env, want: "from-env"},
+		{env: Env{Getenv: func(string) string { return "" }}, want: ""},
+	} {
+		got, err := readPassword(tc.file, tc.env)
+		if err != nil || got != tc.want {
+			t.Errorf("readPassword(%q) = %q, %v; want %q", tc.file, got, err, tc.want)
+		}
 	}
 }
