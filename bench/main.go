@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,12 +213,18 @@ func machine() Machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
-	mappings := localkube.DefaultImageMappings(testbin.Valkey9Dir())
-	for _, argv := range [][]string{mappings[len(mappings)-1].Commands["valkey-server"], mappings[0].Commands["valkey-server"]} {
-		if v := versionOf(argv, "v="); v != "" {
+	// Every mapped image that runs a valkey-server (others, such as the
+	// metrics exporter, have none), oldest first.
+	for _, mapping := range localkube.DefaultImageMappings(testbin.Valkey9Dir()) {
+		argv := mapping.Commands["valkey-server"]
+		if len(argv) == 0 {
+			continue
+		}
+		if v := versionOf(argv, "v="); v != "" && !slices.Contains(m.Valkey, v) {
 			m.Valkey = append(m.Valkey, v)
 		}
 	}
+	slices.Sort(m.Valkey)
 	m.Kubernetes = versionOf([]string{"bin/testbin/kube-apiserver"}, "")
 	return m
 }

@@ -224,7 +224,7 @@ func runDisruption(b *testing.B, c valkey.Client, scenario, shape string, disrup
 		b.ReportMetric(100*float64(a.Requests-a.Failed)/float64(max(a.Requests, 1)), "%ok")
 		b.ReportMetric(a.P99Ms, "p99-ms")
 		b.ReportMetric(longest, "max-gap-ms")
-		saveRecord(b, fmt.Sprintf("availability-%d-%s", slices.Index(availabilityScenarios, scenario)+1, slug), record.File{Availability: &a})
+		saveRecord(b, fmt.Sprintf("availability-%02d-%s", slices.Index(availabilityScenarios, scenario)+1, slug), record.File{Availability: &a})
 	})
 }
 
