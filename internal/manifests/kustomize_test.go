@@ -234,6 +234,13 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, namespace string
 	if role.Namespace != namespace || !leases {
 		t.Errorf("leader election Role %+v: want leases create/update in %s", role, namespace)
 	}
+	// Leases are written only for leader election, in the operator's own
+	// namespace: the cluster-wide role must not grant them anywhere else.
+	for _, r := range convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "valkey-operator")).Rules {
+		if slices.Contains(r.Resources, "leases") || slices.Contains(r.Resources, "*") || slices.Contains(r.Verbs, "*") {
+			t.Errorf("ClusterRole grants %v on %v in %v cluster-wide", r.Verbs, r.Resources, r.APIGroups)
+		}
+	}
 }
 
 // The pod dry runs above prove something only if the apiserver enforces Pod
