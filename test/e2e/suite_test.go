@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,11 +39,22 @@ var (
 
 // startOperator runs the operator in this process, as its Deployment would.
 func startOperator(ctx context.Context) (stop func(), err error) {
+	return startOperatorWith(ctx, nil)
+}
+
+// startOperatorWith is startOperator with the operator's API client
+// configuration adjusted by tweak first (a rate limit, say); nil leaves it
+// as the suite runs it.
+func startOperatorWith(ctx context.Context, tweak func(*rest.Config)) (stop func(), err error) {
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(local.ControlPlane.Config, ctrl.Options{
+	cfg := rest.CopyConfig(local.ControlPlane.Config)
+	if tweak != nil {
+		tweak(cfg)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// A restarted operator registers its controllers again in this
@@ -85,9 +97,16 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 // which knows nothing but what the API and Valkey hold.
 func restartOperator(t testing.TB) {
 	t.Helper()
+	restartOperatorWith(t, nil)
+}
+
+// restartOperatorWith restarts the operator with its API client
+// configuration adjusted by tweak (see startOperatorWith).
+func restartOperatorWith(t testing.TB, tweak func(*rest.Config)) {
+	t.Helper()
 	stopOperator()
 	var err error
-	if stopOperator, err = startOperator(context.Background()); err != nil {
+	if stopOperator, err = startOperatorWith(context.Background(), tweak); err != nil {
 		t.Fatalf("restarting the operator: %v", err)
 	}
 }
