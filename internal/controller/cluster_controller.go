@@ -389,8 +389,10 @@ func (r *ClusterReconciler) recordNodeStatus(ctx context.Context, o *observed) e
 		if m.View != nil {
 			want.NodeID = m.View.ID
 			want.Role = valkeyv1.RolePrimary
+			want.Slots = topology.FormatRanges(m.View.Slots)
 			if m.View.Role == topology.RoleReplica {
 				want.Role = valkeyv1.RoleReplica
+				want.Slots = ""
 			}
 		}
 		if equality.Semantic.DeepEqual(want, n.Status) {

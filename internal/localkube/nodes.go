@@ -209,9 +209,13 @@ func (r *Runtime) refreshNodeStatus(ctx context.Context, name string) error {
 	})
 }
 
-// PauseNodeHeartbeat stops (or resumes) lease renewal and status updates for
-// one node, so that the node lifecycle controller declares it lost after its
-// grace period, as it would for a powered-off machine. Its pods keep running.
+// PauseNodeHeartbeat cuts (or restores) one node's kubelet off from the
+// apiserver, as a network partition or a kubelet that hangs would: its
+// Lease and status are no longer renewed, so the node lifecycle controller
+// declares it lost after its grace period, and its pods neither have their
+// status written nor act on a deletion. Their processes keep running and
+// serving. On resume the pods catch up: their status is written afresh and
+// a deletion made meanwhile is carried out.
 func (r *Runtime) PauseNodeHeartbeat(node string, paused bool) error {
 	found := false
 	for _, n := range r.nodeNames {
@@ -221,11 +225,22 @@ func (r *Runtime) PauseNodeHeartbeat(node string, paused bool) error {
 		return fmt.Errorf("node %q is not served by this runtime", node)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if paused {
 		r.paused[node] = true
 	} else {
 		delete(r.paused, node)
+	}
+	var ws []*podWorker
+	for _, w := range r.workers {
+		ws = append(ws, w)
+	}
+	r.mu.Unlock()
+	if !paused {
+		for _, w := range ws {
+			if pod, _ := w.snapshot(); pod.Spec.NodeName == node {
+				w.resync()
+			}
+		}
 	}
 	return nil
 }

@@ -39,12 +39,19 @@ var (
 	stopOperator func()
 )
 
-// startOperator runs the operator in this process, as its Deployment would.
 // testSampleInterval is the operator's sampling period in these tests:
 // seconds instead of the shipped 30 s keep the autoscaling tests short.
 const testSampleInterval = 2 * time.Second
 
+// startOperator runs the operator in this process, as its Deployment would.
 func startOperator(ctx context.Context) (stop func(), err error) {
+	return startOperatorWith(ctx, nil)
+}
+
+// startOperatorWith is startOperator with the operator's API client
+// configuration adjusted by tweak first (a rate limit, say); nil leaves it
+// as the suite runs it.
+func startOperatorWith(ctx context.Context, tweak func(*rest.Config)) (stop func(), err error) {
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return nil, err
@@ -54,6 +61,9 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	// of 5 requests a second would throttle every large cluster.
 	cfg := rest.CopyConfig(local.ControlPlane.Config)
 	cfg.QPS = -1
+	if tweak != nil {
+		tweak(cfg)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -98,9 +108,16 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 // which knows nothing but what the API and Valkey hold.
 func restartOperator(t testing.TB) {
 	t.Helper()
+	restartOperatorWith(t, nil)
+}
+
+// restartOperatorWith restarts the operator with its API client
+// configuration adjusted by tweak (see startOperatorWith).
+func restartOperatorWith(t testing.TB, tweak func(*rest.Config)) {
+	t.Helper()
 	stopOperator()
 	var err error
-	if stopOperator, err = startOperator(context.Background()); err != nil {
+	if stopOperator, err = startOperatorWith(context.Background(), tweak); err != nil {
 		t.Fatalf("restarting the operator: %v", err)
 	}
 }
