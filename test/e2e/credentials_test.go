@@ -78,6 +78,13 @@ func TestOperatorCredentialsSurviveDeletion(t *testing.T) {
 
 	t.Run("gone past its finalizer", func(t *testing.T) {
 		stopOperator()
+		restarted := false
+		t.Cleanup(func() {
+			// Every later test needs an operator, whatever failed here.
+			if !restarted {
+				restartOperator(t)
+			}
+		})
 		s, err := readSecret()
 		if err != nil {
 			t.Fatal(err)
@@ -91,6 +98,7 @@ func TestOperatorCredentialsSurviveDeletion(t *testing.T) {
 			t.Fatal(err)
 		}
 		restartOperator(t)
+		restarted = true
 
 		eventually(t, time.Minute, "CredentialsLost reported", func() error {
 			cond := condition(getCluster(t, key), valkeyv1.CondReady)
