@@ -120,10 +120,6 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 		if err := onNode(a.Failover.Node, func(n *valkey.Node) error { return n.ClusterFailover(ctx, mode) }); err != nil {
 			return err
 		}
-	case topology.KindCancelMigrations:
-		if err := onNode(a.CancelMigrations.Node, func(n *valkey.Node) error { return n.ClusterCancelSlotMigrations(ctx) }); err != nil {
-			return err
-		}
 	case topology.KindMigrateSlots:
 		m := a.MigrateSlots
 		if m.Method == topology.MigrationClassic {

@@ -21,8 +21,6 @@ const (
 	KindDeleteNode   Kind = "DeleteNode"
 	KindFailover     Kind = "Failover"
 	KindMigrateSlots Kind = "MigrateSlots"
-	// KindCancelMigrations is CLUSTER CANCELSLOTMIGRATIONS on a source.
-	KindCancelMigrations Kind = "CancelMigrations"
 )
 
 // Tier is the priority tier that produced an Action; it drives the
@@ -137,9 +135,6 @@ type Action struct {
 	DeleteNode   *NodeRef
 	Failover     *Failover
 	MigrateSlots *MigrateSlots
-	// CancelMigrations names the source whose CLUSTER MIGRATESLOTS jobs
-	// are cancelled.
-	CancelMigrations *NodeRef
 }
 
 // CreateNode asks for a new ValkeyNode in Joining.
@@ -229,8 +224,6 @@ func (a Action) String() string {
 		fmt.Fprintf(&b, " node=%s", a.DeleteNode.Node)
 	case a.Failover != nil:
 		fmt.Fprintf(&b, " node=%s mode=%s", a.Failover.Node, a.Failover.Mode)
-	case a.CancelMigrations != nil:
-		fmt.Fprintf(&b, " node=%s", a.CancelMigrations.Node)
 	case a.MigrateSlots != nil:
 		m := a.MigrateSlots
 		fmt.Fprintf(&b, " %s->%s slots=%s method=%s", m.From, m.To, FormatRanges(m.Slots), m.Method)

@@ -30,7 +30,7 @@ func Plan(in Input) Wave {
 	} else {
 		steps = append(steps,
 			one(w.orphans), w.joins, w.replicaCounts, one(w.coverage), // stability
-			w.cancelReversed, one(w.migrations), one(w.replicaSlotStates), one(w.finishLeaving), one(w.retireDrained), w.moves, w.addShards, // topology
+			one(w.migrations), one(w.replicaSlotStates), one(w.finishLeaving), one(w.retireDrained), w.moves, w.addShards, // topology
 			one(w.roll),    // updates
 			one(w.cleanup), // cleanup
 			one(w.settled))
