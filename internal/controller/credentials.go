@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
@@ -41,13 +40,9 @@ func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Clust
 		if p.Exporter == "" {
 			return r.addExporterPassword(ctx, &s, p)
 		}
-		if !controllerutil.ContainsFinalizer(&s, valkeyv1.FinalizerCredentials) {
-			// Secrets of clusters created before the finalizer existed.
-			patch := client.MergeFrom(s.DeepCopy())
-			controllerutil.AddFinalizer(&s, valkeyv1.FinalizerCredentials)
-			if err := r.Patch(ctx, &s, patch); err != nil {
-				return render.Passwords{}, fmt.Errorf("adding the credentials finalizer to Secret %s: %w", name, err)
-			}
+		// Secrets of clusters created before the finalizer existed get it.
+		if _, err := setFinalizer(ctx, r.Client, &s, valkeyv1.FinalizerCredentials, true); err != nil {
+			return render.Passwords{}, fmt.Errorf("adding the credentials finalizer to Secret %s: %w", name, err)
 		}
 		return p, nil
 	case !apierrors.IsNotFound(err):
@@ -93,12 +88,11 @@ func (r *ClusterReconciler) keepCredentials(ctx context.Context, rc render.Clust
 	if err := createIgnoreExists(ctx, r.Client, rc.OperatorAuthRestoreSecret(p)); err != nil {
 		return err
 	}
-	if controllerutil.ContainsFinalizer(s, valkeyv1.FinalizerCredentials) {
-		patch := client.MergeFrom(s.DeepCopy())
-		controllerutil.RemoveFinalizer(s, valkeyv1.FinalizerCredentials)
-		if err := r.Patch(ctx, s, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("releasing the deleted Secret %s: %w", s.Name, err)
-		}
+	released, err := setFinalizer(ctx, r.Client, s, valkeyv1.FinalizerCredentials, false)
+	if err != nil {
+		return fmt.Errorf("releasing the deleted Secret %s: %w", s.Name, err)
+	}
+	if released {
 		r.Recorder.Eventf(rc.Cluster, nil, corev1.EventTypeWarning, valkeyv1.ReasonCredentialsDeleted, "KeepCredentials",
 			"Secret %s was deleted while the cluster runs; its passwords are kept in %s and it is recreated with them",
 			s.Name, render.OperatorAuthRestoreSecretName(rc.Cluster.Name))
@@ -142,12 +136,7 @@ func (r *ClusterReconciler) releaseCredentials(ctx context.Context, vc *valkeyv1
 	case err != nil:
 		return fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	}
-	if !controllerutil.ContainsFinalizer(&s, valkeyv1.FinalizerCredentials) {
-		return nil
-	}
-	patch := client.MergeFrom(s.DeepCopy())
-	controllerutil.RemoveFinalizer(&s, valkeyv1.FinalizerCredentials)
-	if err := r.Patch(ctx, &s, patch); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := setFinalizer(ctx, r.Client, &s, valkeyv1.FinalizerCredentials, false); err != nil {
 		return fmt.Errorf("releasing Secret %s: %w", key.Name, err)
 	}
 	return nil

@@ -64,12 +64,8 @@ func (r *MeteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 	if !rec.DeletionTimestamp.IsZero() {
 		return ctrlrt.Result{}, r.release(ctx, &rec)
 	}
-	if !controllerutil.ContainsFinalizer(&rec, valkeyv1.FinalizerMetering) {
-		patch := client.MergeFrom(rec.DeepCopy())
-		controllerutil.AddFinalizer(&rec, valkeyv1.FinalizerMetering)
-		if err := r.Patch(ctx, &rec, patch); err != nil {
-			return ctrlrt.Result{}, fmt.Errorf("adding the finalizer to metering record %s: %w", rec.Name, err)
-		}
+	if _, err := setFinalizer(ctx, r.Client, &rec, valkeyv1.FinalizerMetering, true); err != nil {
+		return ctrlrt.Result{}, fmt.Errorf("adding the finalizer to metering record %s: %w", rec.Name, err)
 	}
 	if rec.Status.ClusterDeleted != nil {
 		return ctrlrt.Result{}, nil // final: kept until released
@@ -147,9 +143,7 @@ func (r *MeteringReconciler) release(ctx context.Context, rec *valkeyv1.ValkeyMe
 			"deletion held: a metering record cannot be rebuilt once gone; export it, then annotate it %s=true", valkeyv1.AnnotationRelease)
 		return nil
 	}
-	patch := client.MergeFrom(rec.DeepCopy())
-	controllerutil.RemoveFinalizer(rec, valkeyv1.FinalizerMetering)
-	if err := r.Patch(ctx, rec, patch); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := setFinalizer(ctx, r.Client, rec, valkeyv1.FinalizerMetering, false); err != nil {
 		return fmt.Errorf("releasing metering record %s: %w", rec.Name, err)
 	}
 	r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, valkeyv1.ReasonMeteringReleased, "Release",
