@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -117,6 +118,31 @@ func (r *Runtime) registerNodes(ctx context.Context) error {
 			return err
 		}
 		r.nodeUIDs[node.Name] = node.UID
+	}
+	return nil
+}
+
+// waitSchedulable returns once no node carries a taint. A new node starts
+// with node.kubernetes.io/not-ready until the node lifecycle controller has
+// observed it Ready; callers that schedule at once would otherwise race it.
+func (r *Runtime) waitSchedulable(ctx context.Context) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range r.nodeNames {
+			n, err := r.cs.CoreV1().Nodes().Get(ctx, name, getOpts)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			if len(n.Spec.Taints) > 0 {
+				last = fmt.Sprintf("node %s has taints %v", name, n.Spec.Taints)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for schedulable nodes (%s): %w", last, err)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ func TestChaosAPIServerDown(t *testing.T) {
 	key := newPlainCluster(t, "chaos-apiserver", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
+	waitReplicated(t, c)
 
 	t.Run("steady", func(t *testing.T) {
 		load := startLoad(c, "apiserver-steady")

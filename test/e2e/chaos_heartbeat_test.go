@@ -30,6 +30,7 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 	key := newPlainCluster(t, "chaos-heartbeat", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
+	waitReplicated(t, c)
 
 	vc := getCluster(t, key)
 	pods := clusterPods(t, key)

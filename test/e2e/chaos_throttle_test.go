@@ -31,6 +31,7 @@ func TestChaosThrottledOperator(t *testing.T) {
 	key := newPlainCluster(t, "chaos-throttle", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
+	waitReplicated(t, c)
 
 	restartOperatorWith(t, func(cfg *rest.Config) {
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(throttleQPS, throttleBurst)

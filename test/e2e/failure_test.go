@@ -103,6 +103,7 @@ func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victi
 	t.Helper()
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
+	waitReplicated(t, c)
 	for i, mode := range failureModes {
 		vc := getCluster(t, key)
 		lost := victim(vc)

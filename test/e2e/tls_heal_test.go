@@ -23,6 +23,7 @@ func TestTLSInvalidSecretStillHeals(t *testing.T) {
 	f := newTLSCluster(t, "tls-heal", ca, 2, 1)
 	c := clusterClient(t, f.service(), ca.CertPEM)
 	before := writeKeys(t, c, "heal", 500)
+	waitReplicated(t, c)
 	good := testcerts.Secret(f.secret, f.ns, f.leaf)
 
 	applySecret(t, f.ns, f.secret, nil)
