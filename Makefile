@@ -44,6 +44,10 @@ valkey: ## Install Valkey 8 from bookworm-backports, the Valkey 9 test build and
 test: testbin valkey lint ## Run every test against a real apiserver and real valkey-server.
 	$(GO) test $(GOTEST_FLAGS) ./...
 
+.PHONY: chaos
+chaos: testbin valkey ## Chaos tests, the slow ones included: operator killed mid-migration, API server down, node heartbeat lost, every pod deleted, throttled operator.
+	VALKEY_E2E_CHAOS=1 $(GO) test $(GOTEST_FLAGS) -v -run 'TestChaos' ./test/e2e/
+
 .PHONY: bench
 bench: testbin valkey ## Benchmarks that print figures and write docs/benchmarks.md with its plots (no assertions).
 	$(GO) run ./bench

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,7 +137,7 @@ func runBenchmarks(dir string, realistic time.Duration) (*PodStartStop, error) {
 	// the other benchmarks do not depend on the delay.
 	env := []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=0s", "VALKEY_BENCH_ROTATIONS=5"}
 	if _, err := goTest(env, "./test/e2e/",
-		"^Benchmark(Bootstrap|TLSLeafRotation|AvailabilityTLS|AvailabilityTopology|Resharding|Footprint|SecretCache)$", "60m"); err != nil {
+		"^Benchmark(Bootstrap|TLSLeafRotation|AvailabilityTLS|AvailabilityTopology|AvailabilityPlanned|AutoscaleReaction|Resharding|Footprint|SecretCache)$", "60m"); err != nil {
 		return nil, err
 	}
 	env = []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=" + realistic.String(), "VALKEY_BENCH_ROTATIONS=2"}
@@ -212,12 +213,18 @@ func machine() Machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
-	mappings := localkube.DefaultImageMappings(testbin.Valkey9Dir())
-	for _, argv := range [][]string{mappings[len(mappings)-1].Commands["valkey-server"], mappings[0].Commands["valkey-server"]} {
-		if v := versionOf(argv, "v="); v != "" {
+	// Every mapped image that runs a valkey-server (others, such as the
+	// metrics exporter, have none), oldest first.
+	for _, mapping := range localkube.DefaultImageMappings(testbin.Valkey9Dir()) {
+		argv := mapping.Commands["valkey-server"]
+		if len(argv) == 0 {
+			continue
+		}
+		if v := versionOf(argv, "v="); v != "" && !slices.Contains(m.Valkey, v) {
 			m.Valkey = append(m.Valkey, v)
 		}
 	}
+	slices.Sort(m.Valkey)
 	m.Kubernetes = versionOf([]string{"bin/testbin/kube-apiserver"}, "")
 	return m
 }

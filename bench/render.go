@@ -70,6 +70,7 @@ func Render(r Report) string {
 	renderRotation(&w, r)
 	renderAvailability(&w, r)
 	renderResharding(&w, r)
+	renderAutoscale(&w, r)
 	renderFootprint(&w, r)
 	renderSecretCache(&w, r)
 	return w.String()
@@ -361,4 +362,25 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+func renderAutoscale(w *strings.Builder, r Report) {
+	as := r.Records.Autoscale
+	if len(as) == 0 {
+		return
+	}
+	w.WriteString("## Autoscaling reaction\n\n")
+	w.WriteString("A one-shard cluster under real load crosses a scale-out threshold: memory filled by a\n")
+	w.WriteString("client past `memoryPercent: 50` of a 16 MB `maxmemory`, or `valkey-benchmark` against a\n")
+	w.WriteString("primary with a 100m CPU limit past `cpuPercent: 50`. Times run from the load in place\n")
+	w.WriteString("(the threshold crossed) to the `ScaleOut` decision, to the new shard owning slots, and to\n")
+	w.WriteString("`Active` with two shards. The operator samples every node each interval below; with the\n")
+	w.WriteString("shipped 30 s, add up to one interval to the decision.\n\n")
+	w.WriteString("| trigger | cluster | sampling | decision | new shard owns slots | Active |\n")
+	w.WriteString("|---|---|---:|---:|---:|---:|\n")
+	for _, a := range as {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", a.Trigger, a.Cluster, secs(a.SampleIntervalSeconds),
+			secs(a.DecisionSeconds), secs(a.SlotsSeconds), secs(a.ActiveSeconds))
+	}
+	w.WriteString("\n")
 }

@@ -92,6 +92,12 @@ type ValkeyNodeStatus struct {
 	// PodIP of the node's pod.
 	// +optional
 	PodIP string `json:"podIP,omitempty"`
+	// Slots are the hash slots the node served as a primary when the
+	// operator last asked it, as ranges ("0-5460,10923"); empty for a
+	// replica. They name the keys lost when every copy of a shard goes at
+	// once and nobody is left to ask.
+	// +optional
+	Slots string `json:"slots,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -31,11 +31,26 @@ const (
 	// of its planner (status, TLS and ACL reloads keep running).
 	AnnotationPaused = "valkey.gomomento.com/paused"
 
+	// ConditionSynced is the readiness gate of every Valkey pod: True once
+	// the node holds its shard's data (a primary, or a replica whose initial
+	// sync is done and whose link is up). The operator sets it; a pod is
+	// Ready, and counts for its shard's PodDisruptionBudget, only with it.
+	ConditionSynced = "valkey.gomomento.com/synced"
+
 	// ReservedPrefix is refused in spec.podAnnotations.
 	ReservedPrefix = "valkey.gomomento.com/"
 
 	// FinalizerCluster guards a ValkeyCluster's teardown.
 	FinalizerCluster = "valkey.gomomento.com/cleanup"
+	// FinalizerCredentials keeps a cluster's {cluster}-operator-auth Secret
+	// readable after a deletion request, so the operator can recreate it
+	// with the same passwords: the running nodes know no others.
+	FinalizerCredentials = "valkey.gomomento.com/credentials"
+	// FinalizerMetering keeps a ValkeyMeteringRecord until it is released.
+	FinalizerMetering = "valkey.gomomento.com/metering"
+	// AnnotationRelease set to "true" on a ValkeyMeteringRecord releases
+	// it: once it is also deleted, it goes.
+	AnnotationRelease = "valkey.gomomento.com/release"
 	// FinalizerNode guards a ValkeyNode's teardown.
 	FinalizerNode = "valkey.gomomento.com/node-cleanup"
 )

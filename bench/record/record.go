@@ -125,6 +125,19 @@ type SecretCache struct {
 	HeapMiB    float64 `json:"heapMiB"`
 }
 
+// Autoscale is one scale-out the autoscaler decided on real load.
+type Autoscale struct {
+	Trigger string `json:"trigger"` // "memory" or "cpu"
+	Cluster string `json:"cluster"`
+	// SampleIntervalSeconds is the operator's sampling period in the run.
+	SampleIntervalSeconds float64 `json:"sampleIntervalSeconds"`
+	// From the threshold crossed (the load in place) to the ScaleOut
+	// decision, to the new shard owning slots, and to Active again.
+	DecisionSeconds float64 `json:"decisionSeconds"`
+	SlotsSeconds    float64 `json:"slotsSeconds"`
+	ActiveSeconds   float64 `json:"activeSeconds"`
+}
+
 // File is one record as written to disk: exactly one field is set.
 type File struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
@@ -133,6 +146,7 @@ type File struct {
 	Resharding   *Resharding   `json:"resharding,omitempty"`
 	Footprint    *Footprint    `json:"footprint,omitempty"`
 	SecretCache  *SecretCache  `json:"secretCache,omitempty"`
+	Autoscale    *Autoscale    `json:"autoscale,omitempty"`
 }
 
 // Set is every record of a run, in the order their files sort.
@@ -143,6 +157,7 @@ type Set struct {
 	Resharding   []Resharding
 	Footprint    []Footprint
 	SecretCache  []SecretCache
+	Autoscale    []Autoscale
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -200,5 +215,7 @@ func (s *Set) Add(f File) {
 		s.Footprint = append(s.Footprint, *f.Footprint)
 	case f.SecretCache != nil:
 		s.SecretCache = append(s.SecretCache, *f.SecretCache)
+	case f.Autoscale != nil:
+		s.Autoscale = append(s.Autoscale, *f.Autoscale)
 	}
 }

@@ -31,7 +31,7 @@ func main() {
 	if v := os.Getenv("DEFAULT_ZONE_SPREAD"); v != "" {
 		zoneSpread = v
 	}
-	opts.OperatorNamespace = ownNamespace(opts.OperatorNamespace)
+	opts.Namespace = ownNamespace(opts.Namespace)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	flag.BoolVar(&metricsSafe, "metrics-secure", true, "Serve /metrics over HTTPS to callers the apiserver authenticates and authorizes; false serves plain HTTP to anyone who can connect.")
 	flag.StringVar(&metricsCerts, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for /metrics (default: a self-signed certificate).")
@@ -43,8 +43,9 @@ func main() {
 	flag.IntVar(&opts.ClusterWorkers, "cluster-workers", opts.ClusterWorkers, "How many ValkeyClusters are reconciled at once (never the same one twice).")
 	flag.IntVar(&opts.WaveConcurrency, "wave-concurrency", opts.WaveConcurrency, "How many independent actions of one cluster's wave run at once.")
 	flag.DurationVar(&opts.SampleInterval, "sample-interval", opts.SampleInterval, "How often every node's utilisation is sampled and autoscaling decided.")
+	flag.StringVar(&opts.Namespace, "operator-namespace", opts.Namespace, "The operator's namespace: metering records are kept there, and each cluster's NetworkPolicy admits it to the client port (default: env POD_NAMESPACE, then the service account's namespace).")
+	flag.DurationVar(&opts.MeteringInterval, "metering-interval", opts.MeteringInterval, "How often every cluster's metering record is advanced.")
 	flag.StringVar(&opts.ExporterImage, "exporter-image", opts.ExporterImage, "Image of the metrics exporter run next to Valkey when a ValkeyConfig enables it (spec.exporter).")
-	flag.StringVar(&opts.OperatorNamespace, "operator-namespace", opts.OperatorNamespace, "Namespace the operator runs in, admitted to the Valkey pods by their NetworkPolicy (default: env POD_NAMESPACE, then the service account's namespace).")
 	flag.BoolVar(&opts.FilterCache, "filter-cache", opts.FilterCache, "Cache only the Secrets and Pods the operator labeled; false caches every Secret and Pod of the cluster (more memory, for comparison).")
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}

@@ -85,7 +85,7 @@ func SetupACLReload(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("aclreload").
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(CondACLApplied, nil))).
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(valkeyv1.CondACLApplied, nil))).
 		Watches(&corev1.Secret{}, toCluster(render.ACLSecretName)).
 		// A node that starts answering is checked at once, not on the tick.
 		Watches(&corev1.Pod{}, toCluster(anyName), builder.WithPredicates(managedPods(), podAddressChanged())).
@@ -167,7 +167,7 @@ func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	nodes := r.pass(ctx, &vc, conn, pods, file, want, hash, mem, full)
 
-	prior := meta.FindStatusCondition(vc.Status.Conditions, CondACLApplied)
+	prior := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondACLApplied)
 	r.mu.Lock()
 	age := time.Since(mem.since)
 	r.mu.Unlock()
@@ -181,12 +181,12 @@ func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		for _, n := range rep.Rejected {
 			// The pod as related object keeps one node's Event from being
 			// folded into another's series.
-			r.Recorder.Eventf(&vc, byName[n.Name], corev1.EventTypeWarning, ReasonACLRejected, "LoadACL",
+			r.Recorder.Eventf(&vc, byName[n.Name], corev1.EventTypeWarning, valkeyv1.ReasonACLRejected, "LoadACL",
 				"node %s rejected the ACL file in Secret %q and keeps its previous ACL rules: %s", n.Name, secretName, truncate(n.Rejected.Error(), 800))
 		}
 	}
-	if (prior == nil || prior.Message != rep.Message) && rep.Reason == ReasonACLLoadUnsafe {
-		r.Recorder.Eventf(&vc, nil, corev1.EventTypeWarning, ReasonACLLoadUnsafe, "LoadACL", "%s", rep.Message)
+	if (prior == nil || prior.Message != rep.Message) && rep.Reason == valkeyv1.ReasonACLLoadUnsafe {
+		r.Recorder.Eventf(&vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonACLLoadUnsafe, "LoadACL", "%s", rep.Message)
 	}
 	if err := r.writeStatus(ctx, req.NamespacedName, rep); err != nil {
 		return ctrl.Result{}, err
@@ -445,7 +445,7 @@ func isNoPerm(err error) bool {
 // writeStatus writes only the ACLApplied condition.
 func (r *ACLReloader) writeStatus(ctx context.Context, key types.NamespacedName, rep aclReport) error {
 	err := updateClusterStatus(ctx, r.Client, r.APIReader, key, func(vc *valkeyv1.ValkeyCluster) bool {
-		setCondition(vc, CondACLApplied, rep.Status, rep.Reason, rep.Message)
+		setCondition(vc, valkeyv1.CondACLApplied, rep.Status, rep.Reason, rep.Message)
 		return true
 	})
 	if err != nil {

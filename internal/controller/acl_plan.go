@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -376,7 +377,7 @@ type aclReport struct {
 func summarizeACL(in aclInput) aclReport {
 	rep := aclReport{Requeue: in.Tick}
 	if len(in.Nodes) == 0 {
-		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonWaiting
+		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonWaiting
 		rep.Message = "no running node to load the ACL file into yet"
 		return rep
 	}
@@ -413,26 +414,26 @@ func summarizeACL(in aclInput) aclReport {
 		for _, n := range rep.Rejected {
 			parts = append(parts, fmt.Sprintf("node %s: %s", n.Name, truncate(n.Rejected.Error(), 300)))
 		}
-		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonACLRejected
+		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonACLRejected
 		rep.Message = fmt.Sprintf("%d of %d nodes rejected the ACL file in Secret %q and keep their previous ACL rules: %s",
 			len(rep.Rejected), total, in.Secret, strings.Join(parts, "; "))
 	case len(unsafe) > 0:
-		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonACLLoadUnsafe
+		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonACLLoadUnsafe
 		rep.Message = fmt.Sprintf("%d of %d nodes %v are replicas running Valkey %s, which crashes on ACL LOAD (fixed in %s), "+
 			"and refused the rules one user at a time (%s): they keep their previous ACL rules until upgraded or replaced, "+
 			"and do not run the ACL file in Secret %q",
 			len(unsafe), total, unsafe, unsafeVersion, valkey.ACLLoadFixedVersion(), truncate(fmt.Sprint(unsafeErr), 300), in.Secret)
 		return rep
 	case len(unreachable) > 0:
-		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonUnreachable
+		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonUnreachable
 		rep.Message = fmt.Sprintf("cannot reach %d of %d nodes %v to load the ACL file in Secret %q: %s",
 			len(unreachable), total, unreachable, in.Secret, truncate(firstUnreachable.Error(), 300))
 	case len(pending) > 0:
-		rep.Status, rep.Reason = metav1.ConditionFalse, ReasonACLPending
+		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonACLPending
 		rep.Message = fmt.Sprintf("%d of %d nodes %v do not run the ACL file in Secret %q yet (%s); their mounted file has not been updated",
 			len(pending), total, pending, in.Secret, pendingDiff)
 	default:
-		rep.Status, rep.Reason = metav1.ConditionTrue, ReasonACLCurrent
+		rep.Status, rep.Reason = metav1.ConditionTrue, valkeyv1.ReasonACLCurrent
 		rep.Message = fmt.Sprintf("all %d nodes run the ACL rules in Secret %q", total, in.Secret)
 		return rep
 	}

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -171,30 +172,30 @@ func TestSummarizeACL(t *testing.T) {
 		requeue     time.Duration
 		rejectedLen int
 	}{
-		{name: "no node yet", status: metav1.ConditionFalse, reason: ReasonWaiting,
+		{name: "no node yet", status: metav1.ConditionFalse, reason: valkeyv1.ReasonWaiting,
 			message: "no running node to load the ACL file into yet", requeue: tick},
-		{name: "every node current", nodes: []aclNode{ok("c-0"), ok("c-1")}, status: metav1.ConditionTrue, reason: ReasonACLCurrent,
+		{name: "every node current", nodes: []aclNode{ok("c-0"), ok("c-1")}, status: metav1.ConditionTrue, reason: valkeyv1.ReasonACLCurrent,
 			message: `all 2 nodes run the ACL rules in Secret "c-acl"`, requeue: tick},
 		{name: "file not projected yet: retry soon", nodes: []aclNode{ok("c-0"), lagging}, age: 3 * time.Second,
-			status: metav1.ConditionFalse, reason: ReasonACLPending,
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLPending,
 			message: `1 of 2 nodes [c-3] do not run the ACL file in Secret "c-acl" yet (different users [app]); their mounted file has not been updated`,
 			requeue: aclRetryPending},
 		{name: "not projected for too long: back to the tick", nodes: []aclNode{lagging}, age: aclConvergeWindow,
-			status: metav1.ConditionFalse, reason: ReasonACLPending, requeue: tick},
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLPending, requeue: tick},
 		{name: "unreachable node does not hide the others and is retried", nodes: []aclNode{ok("c-0"), down, lagging}, age: time.Second,
-			status: metav1.ConditionFalse, reason: ReasonUnreachable,
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonUnreachable,
 			message: `cannot reach 1 of 3 nodes [c-2] to load the ACL file in Secret "c-acl": connecting to node c-2: i/o timeout`,
 			requeue: aclRetryPending},
 		{name: "unreachable alone retries less often", nodes: []aclNode{ok("c-0"), down}, age: time.Second,
-			status: metav1.ConditionFalse, reason: ReasonUnreachable, requeue: aclRetryUnreachable},
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonUnreachable, requeue: aclRetryUnreachable},
 		{name: "replica that would crash on ACL LOAD and refuses ACL SETUSER is reported, not retried",
 			nodes: []aclNode{ok("c-0"), {Name: "c-4", Unsafe: "8.0.1", UnsafeErr: errors.New("NOPERM User _momento_operator has no permissions to run the 'acl|setuser' command")}, down},
-			age:   time.Second, status: metav1.ConditionFalse, reason: ReasonACLLoadUnsafe,
+			age:   time.Second, status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLLoadUnsafe,
 			message: `1 of 3 nodes [c-4] are replicas running Valkey 8.0.1, which crashes on ACL LOAD (fixed in 8.0.3), and refused the rules one user at a time ` +
 				`(NOPERM User _momento_operator has no permissions to run the 'acl|setuser' command): they keep their previous ACL rules until upgraded or replaced, and do not run the ACL file in Secret "c-acl"`,
 			requeue: tick},
 		{name: "rejection outranks the rest and names node and error", nodes: []aclNode{ok("c-0"), rejected, down}, age: time.Second,
-			status: metav1.ConditionFalse, reason: ReasonACLRejected,
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLRejected,
 			message: `1 of 3 nodes rejected the ACL file in Secret "c-acl" and keep their previous ACL rules: node c-1: ERR Error in user declaration 'x': Unknown command or category name in ACL`,
 			requeue: aclRetryUnreachable, rejectedLen: 1},
 	}

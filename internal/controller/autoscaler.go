@@ -78,7 +78,7 @@ func SetupAutoscaler(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
 		Named("autoscaler").
 		// Spec edits (autoscaling added, removed or changed) are acted on at
 		// once; the rest waits for the tick.
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, clusterChangedFor(CondProgressing, nil)))).
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, clusterChangedFor(valkeyv1.CondProgressing, nil)))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r); err != nil {
 		return fmt.Errorf("setting up autoscaler: %w", err)
@@ -374,7 +374,7 @@ func applyAutoscaling(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, 
 	a := vc.Spec.Autoscaling
 	if a == nil {
 		vc.Status.Autoscaling = nil
-		meta.RemoveStatusCondition(&vc.Status.Conditions, CondAutoscaling)
+		meta.RemoveStatusCondition(&vc.Status.Conditions, valkeyv1.CondAutoscaling)
 		return autoscale.Decision{}, nil
 	}
 	var notes []autoscaleNote
@@ -385,7 +385,7 @@ func applyAutoscaling(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, 
 	}
 	if st.SpecShards != vc.Spec.Shards {
 		if vc.Spec.Shards != st.DesiredShards {
-			notes = append(notes, autoscaleNote{corev1.EventTypeWarning, ReasonSpecShardsIgnored, fmt.Sprintf(
+			notes = append(notes, autoscaleNote{corev1.EventTypeWarning, valkeyv1.ReasonSpecShardsIgnored, fmt.Sprintf(
 				"spec.shards changed to %d while spec.autoscaling is set: ignored, the autoscaler keeps the cluster at %d shards (status.autoscaling.desiredShards); remove spec.autoscaling to set the shard count by hand",
 				vc.Spec.Shards, st.DesiredShards)})
 		}
@@ -409,21 +409,21 @@ func applyAutoscaling(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, 
 		notes = append(notes, autoscaleNote{corev1.EventTypeNormal, string(d.Direction), d.Message})
 	} else {
 		if d.Reason == autoscale.ReasonHeadroom && st.HoldReason != autoscale.ReasonHeadroom {
-			notes = append(notes, autoscaleNote{corev1.EventTypeWarning, ReasonScaleInRefused, d.Message})
+			notes = append(notes, autoscaleNote{corev1.EventTypeWarning, valkeyv1.ReasonScaleInRefused, d.Message})
 		}
 		st.HoldReason, st.HoldMessage = d.Reason, d.Message
 	}
 
-	status, reason, msg := metav1.ConditionTrue, ReasonAutoscalingActive, fmt.Sprintf(
+	status, reason, msg := metav1.ConditionTrue, valkeyv1.ReasonAutoscalingActive, fmt.Sprintf(
 		"the shard count follows status.autoscaling.desiredShards (%d, bounds %d-%d); spec.shards (%d) was the starting count and is ignored while spec.autoscaling is set",
 		st.DesiredShards, a.MinShards, a.MaxShards, vc.Spec.Shards)
 	if unusable := unusableTriggers(a, nodes); unusable != "" {
-		status, reason, msg = metav1.ConditionFalse, ReasonTriggerUnusable, unusable
-		if !isConditionMessage(vc, CondAutoscaling, msg) {
-			notes = append(notes, autoscaleNote{corev1.EventTypeWarning, ReasonTriggerUnusable, msg})
+		status, reason, msg = metav1.ConditionFalse, valkeyv1.ReasonTriggerUnusable, unusable
+		if !isConditionMessage(vc, valkeyv1.CondAutoscaling, msg) {
+			notes = append(notes, autoscaleNote{corev1.EventTypeWarning, valkeyv1.ReasonTriggerUnusable, msg})
 		}
 	}
-	setCondition(vc, CondAutoscaling, status, reason, msg)
+	setCondition(vc, valkeyv1.CondAutoscaling, status, reason, msg)
 	return d, notes
 }
 
@@ -500,7 +500,7 @@ func converged(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) (since 
 		}
 		return time.Time{}, fmt.Sprintf("%d shards observed, %d desired", s.Shards, want)
 	}
-	p := meta.FindStatusCondition(s.Conditions, CondProgressing)
+	p := meta.FindStatusCondition(s.Conditions, valkeyv1.CondProgressing)
 	switch {
 	case p == nil:
 		return time.Time{}, "no Progressing condition yet"

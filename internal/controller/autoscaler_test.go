@@ -31,7 +31,7 @@ func autoscaledCluster(memory float64) (*valkeyv1.ValkeyCluster, []*valkeyv1.Val
 	vc.Status.State = valkeyv1.StateActive
 	vc.Status.Shards = 1
 	vc.Status.SlotsAssigned = 16384
-	vc.Status.Conditions = []metav1.Condition{{Type: CondProgressing, Status: metav1.ConditionFalse, Reason: ReasonConverged,
+	vc.Status.Conditions = []metav1.Condition{{Type: valkeyv1.CondProgressing, Status: metav1.ConditionFalse, Reason: valkeyv1.ReasonConverged,
 		ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(autoscaleNow.Add(-time.Hour))}}
 	n := &valkeyv1.ValkeyNode{}
 	n.Name = "my-cluster-a1b2c"
@@ -52,18 +52,18 @@ func TestApplyAutoscalingScalesOutWithEvent(t *testing.T) {
 		t.Fatalf("decision %+v, want a scale-out to 2", d)
 	}
 	st := vc.Status.Autoscaling
-	if st.DesiredShards != 2 || st.LastDecision != ReasonScaleOut || st.LastDecisionMessage != msg ||
+	if st.DesiredShards != 2 || st.LastDecision != valkeyv1.ReasonScaleOut || st.LastDecisionMessage != msg ||
 		st.LastDecisionTime == nil || !st.LastScaleOutTime.Time.Equal(autoscaleNow) {
 		t.Fatalf("status %+v", st)
 	}
-	if len(notes) != 1 || notes[0].reason != ReasonScaleOut || notes[0].message != msg || notes[0].eventType != "Normal" {
+	if len(notes) != 1 || notes[0].reason != valkeyv1.ReasonScaleOut || notes[0].message != msg || notes[0].eventType != "Normal" {
 		t.Fatalf("events %+v, want one ScaleOut %q", notes, msg)
 	}
 	if got := shardTarget(vc); got != 2 {
 		t.Fatalf("shardTarget = %d, want the autoscaler's 2", got)
 	}
-	c := meta.FindStatusCondition(vc.Status.Conditions, CondAutoscaling)
-	if c == nil || c.Reason != ReasonAutoscalingActive || !strings.Contains(c.Message, "spec.shards (1) was the starting count and is ignored") {
+	c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondAutoscaling)
+	if c == nil || c.Reason != valkeyv1.ReasonAutoscalingActive || !strings.Contains(c.Message, "spec.shards (1) was the starting count and is ignored") {
 		t.Fatalf("Autoscaling condition %+v", c)
 	}
 }
@@ -87,7 +87,7 @@ func TestApplyAutoscalingReportsIgnoredSpecShards(t *testing.T) {
 	applyAutoscaling(vc, nodes, autoscaleNow)
 	vc.Spec.Shards = 3 // kubectl scale --replicas=3
 	_, notes := applyAutoscaling(vc, nodes, autoscaleNow)
-	if len(notes) != 1 || notes[0].reason != ReasonSpecShardsIgnored || !strings.Contains(notes[0].message, "spec.shards changed to 3") {
+	if len(notes) != 1 || notes[0].reason != valkeyv1.ReasonSpecShardsIgnored || !strings.Contains(notes[0].message, "spec.shards changed to 3") {
 		t.Fatalf("events %+v, want SpecShardsIgnored", notes)
 	}
 	if got := shardTarget(vc); got != 1 {
@@ -102,12 +102,12 @@ func TestApplyAutoscalingReportsUnusableTriggerOnce(t *testing.T) {
 	vc, nodes := autoscaledCluster(50)
 	vc.Spec.Autoscaling.ScaleOut.CPUPercent = fp(70)
 	_, notes := applyAutoscaling(vc, nodes, autoscaleNow)
-	c := meta.FindStatusCondition(vc.Status.Conditions, CondAutoscaling)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonTriggerUnusable ||
+	c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondAutoscaling)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != valkeyv1.ReasonTriggerUnusable ||
 		!strings.Contains(c.Message, "cpuPercent cannot be computed: 1 node(s) [my-cluster-a1b2c] have no CPU limit") {
 		t.Fatalf("Autoscaling condition %+v", c)
 	}
-	if len(notes) != 1 || notes[0].reason != ReasonTriggerUnusable {
+	if len(notes) != 1 || notes[0].reason != valkeyv1.ReasonTriggerUnusable {
 		t.Fatalf("events %+v, want one TriggerUnusable", notes)
 	}
 	if _, notes := applyAutoscaling(vc, nodes, autoscaleNow); len(notes) != 0 {
@@ -115,7 +115,7 @@ func TestApplyAutoscalingReportsUnusableTriggerOnce(t *testing.T) {
 	}
 	nodes[0].Status.Utilisation.CPULimitMillis = 500
 	applyAutoscaling(vc, nodes, autoscaleNow)
-	if c := meta.FindStatusCondition(vc.Status.Conditions, CondAutoscaling); c.Reason != ReasonAutoscalingActive {
+	if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondAutoscaling); c.Reason != valkeyv1.ReasonAutoscalingActive {
 		t.Fatalf("with a CPU limit the condition is %+v", c)
 	}
 }
@@ -138,7 +138,7 @@ func TestApplyAutoscalingRefusesScaleInWithoutHeadroom(t *testing.T) {
 	if d.Scales() || vc.Status.Autoscaling.HoldReason != "InsufficientHeadroom" {
 		t.Fatalf("decision %+v, status %+v", d, vc.Status.Autoscaling)
 	}
-	if len(notes) != 1 || notes[0].reason != ReasonScaleInRefused || !strings.Contains(notes[0].message, "would hold 90.0 MiB of 100.0 MiB") {
+	if len(notes) != 1 || notes[0].reason != valkeyv1.ReasonScaleInRefused || !strings.Contains(notes[0].message, "would hold 90.0 MiB of 100.0 MiB") {
 		t.Fatalf("events %+v", notes)
 	}
 	if _, notes := applyAutoscaling(vc, nodes, autoscaleNow); len(notes) != 0 {
@@ -149,7 +149,7 @@ func TestApplyAutoscalingRefusesScaleInWithoutHeadroom(t *testing.T) {
 			n.Status.Utilisation.Samples[i].UsedMemoryBytes = 10 << 20
 		}
 	}
-	if d, notes := applyAutoscaling(vc, nodes, autoscaleNow); d.To != 1 || len(notes) != 1 || notes[0].reason != ReasonScaleIn {
+	if d, notes := applyAutoscaling(vc, nodes, autoscaleNow); d.To != 1 || len(notes) != 1 || notes[0].reason != valkeyv1.ReasonScaleIn {
 		t.Fatalf("with headroom: decision %+v, events %+v", d, notes)
 	}
 }
@@ -159,7 +159,7 @@ func TestAutoscalingRemovedReturnsToSpecShards(t *testing.T) {
 	applyAutoscaling(vc, nodes, autoscaleNow)
 	vc.Spec.Autoscaling = nil
 	applyAutoscaling(vc, nodes, autoscaleNow)
-	if vc.Status.Autoscaling != nil || meta.FindStatusCondition(vc.Status.Conditions, CondAutoscaling) != nil {
+	if vc.Status.Autoscaling != nil || meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondAutoscaling) != nil {
 		t.Fatalf("status %+v, conditions %v: want autoscaling cleared", vc.Status.Autoscaling, vc.Status.Conditions)
 	}
 	if got := shardTarget(vc); got != 1 {

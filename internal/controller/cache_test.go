@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 )
 
@@ -68,7 +67,7 @@ func TestCacheHoldsOnlyTheOperatorsSecretsAndPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "TLSValid after the fix", func() error {
-		c := apimeta.FindStatusCondition(getCluster(t, ns, vc.Name).Status.Conditions, controller.CondTLSValid)
+		c := apimeta.FindStatusCondition(getCluster(t, ns, vc.Name).Status.Conditions, valkeyv1.CondTLSValid)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("TLSValid %+v", c)
 		}

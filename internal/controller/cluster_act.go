@@ -100,12 +100,11 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 			return err
 		}
 	case topology.KindDeleteNode:
-		n := o.nodes[a.DeleteNode.Node]
-		if n == nil {
+		if o.nodes[a.DeleteNode.Node] == nil {
 			return nil
 		}
-		if err := r.Delete(ctx, n); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting ValkeyNode %s: %w", n.Name, err)
+		if err := r.deleteDeadNode(ctx, vc, o, a.DeleteNode.Node); err != nil {
+			return err
 		}
 	case topology.KindFailover:
 		mode := valkey.FailoverDefault
@@ -138,8 +137,8 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 		return nil
 	}
 	if loss, ok := lostShard(o, a); ok {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonPrimaryLostNoReplica, string(a.Kind), "%s", truncate(loss.message(time.Now()), 1000))
-		return nil
+		r.Recorder.Eventf(vc, o.lostNode(loss), corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(a.Kind), "%s", truncate(loss.message(time.Now()), 1000))
+		return r.lossReported(ctx, o.nodes[loss.node])
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", truncate(describe(a), 1000))
 	return nil

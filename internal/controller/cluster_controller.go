@@ -123,6 +123,13 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		return ctrlrt.Result{}, err
 	}
 	passwords, err := r.ensurePasswords(ctx, rc)
+	if lost := (*errCredentialsLost)(nil); errors.As(err, &lost) {
+		if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondReady); c == nil || c.Reason != valkeyv1.ReasonCredentialsLost {
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonCredentialsLost, "EnsureCredentials", "%s", lost.message)
+		}
+		setCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonCredentialsLost, lost.message)
+		setCondition(vc, valkeyv1.CondDegraded, metav1.ConditionTrue, valkeyv1.ReasonCredentialsLost, lost.message)
+	}
 	if err != nil {
 		return ctrlrt.Result{}, err
 	}
@@ -147,7 +154,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 			// passes a no-op check on its way to Active.
 			vc.Status.State = valkeyv1.StateCreating
 			vc.Status.Message = ""
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonValid, "ValidateTLS", "TLS Secret %q is valid again", vc.Spec.TLS.SecretRef)
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonValid, "ValidateTLS", "TLS Secret %q is valid again", vc.Spec.TLS.SecretRef)
 		}
 		if tls.Failure == nil {
 			r.applyTLSConditions(ctx, vc, tls)
@@ -162,15 +169,15 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		var rerr *resolve.Error
 		if errors.As(err, &rerr) {
 			log.Info(rerr.Message)
-			if !isConditionMessage(vc, CondReferencesResolved, rerr.Message) {
+			if !isConditionMessage(vc, valkeyv1.CondReferencesResolved, rerr.Message) {
 				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, rerr.Reason, "Resolve", "%s", rerr.Message)
 			}
-			setCondition(vc, CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
+			setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
 			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 		}
 		return ctrlrt.Result{}, err
 	}
-	setCondition(vc, CondReferencesResolved, metav1.ConditionTrue, ReasonResolved,
+	setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionTrue, valkeyv1.ReasonResolved,
 		fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
 	r.applyDefaultUserCondition(vc, users)
 
@@ -224,6 +231,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if err := r.ensurePodAnnotations(ctx, vc, o); err != nil {
 		return ctrlrt.Result{}, err
 	}
+	if err := r.ensurePodReadiness(ctx, o); err != nil {
+		return ctrlrt.Result{}, err
+	}
 
 	shards, replicas := desiredShape(vc)
 	creating := !formed(vc)
@@ -253,12 +263,12 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	}
 	sort.Strings(names)
 	applySummary(vc, topology.Summarize(in), names)
-	if p := meta.FindStatusCondition(vc.Status.Conditions, CondProgressing); lead.Reason == topology.ReasonScaleInNoHeadroom &&
-		(p == nil || p.Reason != ReasonInsufficientMemory) {
+	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&
+		(p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory) {
 		// Once per hold: the figures in the message move with every write.
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
 	}
-	applyPlan(vc, lead, topology.DecideState(creating, lead))
+	applyPlan(vc, lead, decideState(creating, lead, o))
 	if tls.Failure != nil {
 		// The plan's conditions say what heals; the state stays Invalid.
 		r.setInvalid(ctx, vc, tls.Failure.Reason, tls.Failure.Message)
@@ -270,7 +280,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if !wave.Acts() {
 		if creating && wave.Done() {
 			log.Info(topology.ReasonFormed)
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
 		}
 		r.noteUnreachable(vc, o)
 		if wave.Done() {
@@ -314,11 +324,11 @@ func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyClus
 
 func (r *ClusterReconciler) applyDefaultUserCondition(vc *valkeyv1.ValkeyCluster, users []resolve.User) {
 	if len(users) == 0 {
-		setCondition(vc, CondDefaultUserOpen, metav1.ConditionTrue, ReasonNoBindings,
+		setCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionTrue, valkeyv1.ReasonNoBindings,
 			"no ACL bindings: the default user is open to every client without a password; add a binding to close it")
 		return
 	}
-	setCondition(vc, CondDefaultUserOpen, metav1.ConditionFalse, ReasonBindingsPresent, "ACL bindings exist; the default user is disabled unless bound")
+	setCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionFalse, valkeyv1.ReasonBindingsPresent, "ACL bindings exist; the default user is disabled unless bound")
 }
 
 // applyTLSConditions reports validity, usage warnings and expiry.
@@ -332,12 +342,12 @@ func (r *ClusterReconciler) applyTLSConditions(ctx context.Context, vc *valkeyv1
 			case tlssecret.ReasonCertificateExpiringSoon, tlssecret.ReasonCertificateExpired:
 				expiring = true
 				expiryMsg = w.Message
-				if w.Reason == tlssecret.ReasonCertificateExpired && !isConditionMessage(vc, CondCertificateExpiringSoon, w.Message) {
+				if w.Reason == tlssecret.ReasonCertificateExpired && !isConditionMessage(vc, valkeyv1.CondCertificateExpiringSoon, w.Message) {
 					r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
 				}
 			default:
 				msg += "; " + w.Message
-				if !isConditionMessage(vc, CondTLSValid, msg) {
+				if !isConditionMessage(vc, valkeyv1.CondTLSValid, msg) {
 					r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
 				}
 			}
@@ -352,12 +362,12 @@ func (r *ClusterReconciler) applyTLSConditions(ctx context.Context, vc *valkeyv1
 			expiryMsg = "certificate valid until " + tls.Info.Leaf.NotAfter.UTC().Format(time.RFC3339)
 		}
 	}
-	setCondition(vc, CondTLSValid, metav1.ConditionTrue, ReasonValid, msg)
-	reason := ReasonNotExpiring
+	setCondition(vc, valkeyv1.CondTLSValid, metav1.ConditionTrue, valkeyv1.ReasonValid, msg)
+	reason := valkeyv1.ReasonNotExpiring
 	if expiring {
 		reason = tlssecret.ReasonCertificateExpiringSoon
 	}
-	setCondition(vc, CondCertificateExpiringSoon, boolStatus(expiring), reason, expiryMsg)
+	setCondition(vc, valkeyv1.CondCertificateExpiringSoon, boolStatus(expiring), reason, expiryMsg)
 }
 
 // noteUnreachable keeps nodes the operator could not ask visible in status.
@@ -371,7 +381,7 @@ func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *obser
 	}
 	sort.Strings(names)
 	first := o.unreachable[names[0]]
-	setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonUnreachable,
+	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonUnreachable,
 		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))
 }
 
@@ -385,8 +395,10 @@ func (r *ClusterReconciler) recordNodeStatus(ctx context.Context, o *observed) e
 		if m.View != nil {
 			want.NodeID = m.View.ID
 			want.Role = valkeyv1.RolePrimary
+			want.Slots = topology.FormatRanges(m.View.Slots)
 			if m.View.Role == topology.RoleReplica {
 				want.Role = valkeyv1.RoleReplica
+				want.Slots = ""
 			}
 		}
 		if equality.Semantic.DeepEqual(want, n.Status) {
@@ -423,6 +435,9 @@ func (r *ClusterReconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	if len(nodes.Items) > 0 {
 		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+	}
+	if err := r.releaseCredentials(ctx, vc); err != nil {
+		return ctrlrt.Result{}, err
 	}
 	patch := ctrl.MergeFrom(vc.DeepCopy())
 	controllerutil.RemoveFinalizer(vc, valkeyv1.FinalizerCluster)

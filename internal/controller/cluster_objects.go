@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"maps"
 
@@ -42,53 +41,6 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, rc render.Cluster
 		return fmt.Errorf("updating Service %s: %w", want.Name, err)
 	}
 	return nil
-}
-
-// ensurePasswords returns the system users' passwords, generating them
-// once. The Secret is read with the uncached reader so a lost cache cannot
-// make the operator mint new passwords.
-func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Cluster) (render.Passwords, error) {
-	name := render.OperatorAuthSecretName(rc.Cluster.Name)
-	var s corev1.Secret
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: name}, &s); {
-	case err == nil:
-		p, err := render.PasswordsFromSecret(&s)
-		if err != nil {
-			return render.Passwords{}, fmt.Errorf("secret %s: %w", name, err)
-		}
-		if p.Exporter == "" {
-			return r.addExporterPassword(ctx, &s, p)
-		}
-		return p, nil
-	case !apierrors.IsNotFound(err):
-		return render.Passwords{}, fmt.Errorf("reading Secret %s: %w", name, err)
-	}
-	p, err := render.NewPasswords(rand.Reader)
-	if err != nil {
-		return render.Passwords{}, fmt.Errorf("generating passwords: %w", err)
-	}
-	if err := r.Create(ctx, rc.OperatorAuthSecret(p)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return render.Passwords{}, fmt.Errorf("secret %s appeared while creating it; retrying", name)
-		}
-		return render.Passwords{}, fmt.Errorf("creating Secret %s: %w", name, err)
-	}
-	return p, nil
-}
-
-// addExporterPassword completes the Secret of a cluster created before the
-// exporter's user existed. The update carries the read's resourceVersion,
-// so two writers cannot both mint one.
-func (r *ClusterReconciler) addExporterPassword(ctx context.Context, s *corev1.Secret, p render.Passwords) (render.Passwords, error) {
-	var err error
-	if p.Exporter, err = render.NewPassword(rand.Reader); err != nil {
-		return render.Passwords{}, fmt.Errorf("generating the exporter password: %w", err)
-	}
-	s.Data[render.KeyExporterPassword] = []byte(p.Exporter)
-	if err := r.Update(ctx, s); err != nil {
-		return render.Passwords{}, fmt.Errorf("adding %s to Secret %s: %w", render.KeyExporterPassword, s.Name, err)
-	}
-	return p, nil
 }
 
 // ensureACLSecret renders the ACL file and writes it when it changed.
@@ -148,7 +100,7 @@ func (r *ClusterReconciler) ensureSecretData(ctx context.Context, want *corev1.S
 // ensureNetworkPolicy keeps the cluster's NetworkPolicy as rendered, or
 // removes it when the cluster turns it off.
 func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, rc render.Cluster, exporter bool) error {
-	want := rc.NetworkPolicy(exporter, r.Options.OperatorNamespace)
+	want := rc.NetworkPolicy(exporter, r.Options.Namespace)
 	var got networkingv1.NetworkPolicy
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), &got)
 	switch {

@@ -252,6 +252,17 @@ func (o *observed) minVersion(fallback string) string {
 }
 
 // anyExporter says whether some node's pod runs the metrics exporter.
+// anyOutdated says whether some member's spec differs from the one the
+// cluster asks for now: a roll is owed.
+func (o *observed) anyOutdated() bool {
+	for _, m := range o.members {
+		if m.Outdated {
+			return true
+		}
+	}
+	return false
+}
+
 func (o *observed) anyExporter() bool {
 	for _, n := range o.nodes {
 		if n.Spec.ExporterImage != "" {

@@ -21,27 +21,27 @@ func paused(vc *valkeyv1.ValkeyCluster) bool {
 // annotation and reports whether the wave must be held. A held wave still
 // shows in Progressing, so the status says what will happen on resume.
 func (r *ClusterReconciler) applyPause(ctx context.Context, vc *valkeyv1.ValkeyCluster, wave topology.Wave) bool {
-	was := meta.IsStatusConditionTrue(vc.Status.Conditions, CondPaused)
+	was := meta.IsStatusConditionTrue(vc.Status.Conditions, valkeyv1.CondPaused)
 	if !paused(vc) {
-		setCondition(vc, CondPaused, metav1.ConditionFalse, ReasonNotPaused, "the planner acts")
+		setCondition(vc, valkeyv1.CondPaused, metav1.ConditionFalse, valkeyv1.ReasonNotPaused, "the planner acts")
 		if was {
 			logFrom(ctx).Info("resumed")
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonResumed, "Resume",
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonResumed, "Resume",
 				"annotation %s removed: the planner acts again", valkeyv1.AnnotationPaused)
 		}
 		return false
 	}
-	setCondition(vc, CondPaused, metav1.ConditionTrue, ReasonPaused,
+	setCondition(vc, valkeyv1.CondPaused, metav1.ConditionTrue, valkeyv1.ReasonPaused,
 		fmt.Sprintf("annotation %s=true holds every topology action", valkeyv1.AnnotationPaused))
 	if !was {
 		logFrom(ctx).Info("paused")
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonPaused, "Pause",
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonPaused, "Pause",
 			"annotation %s=true: topology actions are held", valkeyv1.AnnotationPaused)
 	}
 	if !wave.Acts() {
 		return false
 	}
-	setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonPaused,
+	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonPaused,
 		"paused; next on resume: "+describe(wave.Lead()))
 	return true
 }

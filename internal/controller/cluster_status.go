@@ -90,6 +90,18 @@ func resharding(prev *valkeyv1.ReshardingStatus, s topology.Summary) *valkeyv1.R
 
 // applyPlan sets state and the Ready/Progressing/Degraded conditions from
 // the planner's answer.
+// decideState is the planner's state for the lead action, except that a
+// cluster owing a roll is never Active until it is done: whatever the
+// planner does first (repairing a lost member, a replacement held back
+// after crashing), the nodes do not run what the spec asks for.
+func decideState(creating bool, lead topology.Action, o *observed) topology.State {
+	state := topology.DecideState(creating, lead)
+	if state == topology.StateActive && !lead.Done() && o.anyOutdated() {
+		return topology.StateUpdating
+	}
+	return state
+}
+
 func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.State) {
 	vc.Status.State = valkeyv1.ClusterState(state)
 	vc.Status.Message = ""
@@ -97,30 +109,30 @@ func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.Sta
 		vc.Status.TargetSpec = nil
 	}
 	ready := a.Done()
-	setCondition(vc, CondReady, boolStatus(ready), readyReason(ready), readyMessage(vc, a))
+	setCondition(vc, valkeyv1.CondReady, boolStatus(ready), readyReason(ready), readyMessage(vc, a))
 	progressing := !a.Done()
 	msg := "cluster matches its spec"
-	reason := ReasonConverged
+	reason := valkeyv1.ReasonConverged
 	if progressing {
 		reason = actionReason(a)
 		msg = describe(a)
 	}
-	setCondition(vc, CondProgressing, boolStatus(progressing), reason, msg)
+	setCondition(vc, valkeyv1.CondProgressing, boolStatus(progressing), reason, msg)
 	degraded := a.Tier == topology.TierStability
 	dmsg := "every shard has a healthy primary and its replicas"
-	dreason := ReasonHealthy
+	dreason := valkeyv1.ReasonHealthy
 	if degraded {
 		dreason = actionReason(a)
 		dmsg = describe(a)
 	}
-	setCondition(vc, CondDegraded, boolStatus(degraded), dreason, dmsg)
+	setCondition(vc, valkeyv1.CondDegraded, boolStatus(degraded), dreason, dmsg)
 }
 
 func readyReason(ready bool) string {
 	if ready {
-		return ReasonFormed
+		return valkeyv1.ReasonFormed
 	}
-	return ReasonBootstrapping
+	return valkeyv1.ReasonBootstrapping
 }
 
 func readyMessage(vc *valkeyv1.ValkeyCluster, a topology.Action) string {
@@ -154,8 +166,8 @@ func (r *ClusterReconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyC
 	}
 	vc.Status.State = valkeyv1.StateInvalid
 	vc.Status.Message = message
-	setCondition(vc, CondTLSValid, metav1.ConditionFalse, reason, message)
-	setCondition(vc, CondReady, metav1.ConditionFalse, ReasonInvalid, message)
+	setCondition(vc, valkeyv1.CondTLSValid, metav1.ConditionFalse, reason, message)
+	setCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonInvalid, message)
 }
 
 // noteStateChange records a state transition, once it is written, as an
@@ -166,7 +178,7 @@ func (r *ClusterReconciler) noteStateChange(ctx context.Context, from valkeyv1.C
 		return
 	}
 	why := vc.Status.Message
-	if p := meta.FindStatusCondition(vc.Status.Conditions, CondProgressing); why == "" && p != nil {
+	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); why == "" && p != nil {
 		why = p.Message
 	}
 	eventType := corev1.EventTypeNormal
@@ -174,5 +186,5 @@ func (r *ClusterReconciler) noteStateChange(ctx context.Context, from valkeyv1.C
 		eventType = corev1.EventTypeWarning
 	}
 	logFrom(ctx).Info("state changed", "from", from, "to", to, "why", why)
-	r.Recorder.Eventf(vc, nil, eventType, ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, truncate(why, 900))
+	r.Recorder.Eventf(vc, nil, eventType, valkeyv1.ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, truncate(why, 900))
 }

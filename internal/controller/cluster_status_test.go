@@ -41,3 +41,29 @@ func TestResharding(t *testing.T) {
 		t.Errorf("move %+v", m)
 	}
 }
+
+// A cluster owing a roll is Updating whatever its planner does first.
+func TestDecideStateOwedRoll(t *testing.T) {
+	repair := topology.Action{Kind: topology.KindDeleteNode, Tier: topology.TierStability}
+	done := topology.Action{Kind: topology.KindDone, Tier: topology.TierSteady}
+	current := &observed{members: []topology.Member{{Name: "a"}, {Name: "b"}}}
+	owed := &observed{members: []topology.Member{{Name: "a"}, {Name: "b", Outdated: true}}}
+	tests := []struct {
+		name string
+		lead topology.Action
+		o    *observed
+		want topology.State
+	}{
+		{"a repair on a current cluster", repair, current, topology.StateActive},
+		{"a repair while a roll is owed", repair, owed, topology.StateUpdating},
+		{"converged", done, current, topology.StateActive},
+		{"creating stays creating", repair, owed, topology.StateCreating},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decideState(tt.want == topology.StateCreating, tt.lead, tt.o); got != tt.want {
+				t.Errorf("state %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

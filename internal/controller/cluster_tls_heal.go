@@ -14,7 +14,7 @@ import (
 )
 
 // heldForTLS is the wait a change is turned into while the TLS Secret is
-// invalid (condition reason ReasonHeldForTLS).
+// invalid (condition reason valkeyv1.ReasonHeldForTLS).
 const heldForTLS = "topology changes wait for a valid TLS Secret"
 
 // healingOnly is what a cluster whose TLS Secret is invalid may still do:
@@ -37,7 +37,7 @@ func healingOnly(w topology.Wave) topology.Wave {
 	case w.Acts():
 		lead := w.Lead()
 		return topology.Wave{Actions: []topology.Action{{Kind: topology.KindWait, Tier: lead.Tier,
-			Reason: heldForTLS, Detail: fmt.Sprintf("%s (%s)", lead.Kind, lead.Reason)}}}
+			Cause: topology.CauseHeldForTLS, Reason: heldForTLS, Detail: fmt.Sprintf("%s (%s)", lead.Kind, lead.Reason)}}}
 	default:
 		return w
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -38,8 +39,8 @@ func TestHealingOnly(t *testing.T) {
 			if got.String() != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
-			if r := actionReason(got.Lead()); got.Lead().Reason == heldForTLS && r != ReasonHeldForTLS {
-				t.Errorf("condition reason %s, want %s", r, ReasonHeldForTLS)
+			if r := actionReason(got.Lead()); got.Lead().Reason == heldForTLS && r != valkeyv1.ReasonHeldForTLS {
+				t.Errorf("condition reason %s, want %s", r, valkeyv1.ReasonHeldForTLS)
 			}
 		})
 	}

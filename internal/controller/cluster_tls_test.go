@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 )
 
@@ -64,7 +63,7 @@ func TestTLSValidationDrivesInvalidAndRecovery(t *testing.T) {
 			if got.Status.State != valkeyv1.StateInvalid || got.Status.Message != want {
 				return fmt.Errorf("state %q message %q", got.Status.State, got.Status.Message)
 			}
-			c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondTLSValid)
+			c := apimeta.FindStatusCondition(got.Status.Conditions, valkeyv1.CondTLSValid)
 			if c == nil || c.Status != metav1.ConditionFalse || c.Message != want {
 				return fmt.Errorf("TLSValid condition %+v", c)
 			}
@@ -200,7 +199,7 @@ func TestNoPasswordInConfigMaps(t *testing.T) {
 		if got.Status.State != valkeyv1.StateCreating {
 			return fmt.Errorf("state %q, want Creating while pods cannot run", got.Status.State)
 		}
-		c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondDefaultUserOpen)
+		c := apimeta.FindStatusCondition(got.Status.Conditions, valkeyv1.CondDefaultUserOpen)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("DefaultUserOpen condition = %+v, want True with no bindings", c)
 		}
@@ -256,7 +255,7 @@ func TestClusterStateMetric(t *testing.T) {
 		}
 		// A missing config is a condition with the documented message, not a log line only.
 		got := getCluster(t, ns, vc.Name)
-		c := apimeta.FindStatusCondition(got.Status.Conditions, controller.CondReferencesResolved)
+		c := apimeta.FindStatusCondition(got.Status.Conditions, valkeyv1.CondReferencesResolved)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Message != `ValkeyConfig "missing-config" not found` {
 			return fmt.Errorf("ReferencesResolved = %+v", c)
 		}

@@ -49,14 +49,14 @@ func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyClus
 		if err == nil {
 			if loss, ok := lostShard(o, a); ok {
 				msg := loss.message(time.Now())
-				setCondition(vc, CondDataLost, metav1.ConditionTrue, ReasonPrimaryLostNoReplica, msg)
+				setCondition(vc, valkeyv1.CondDataLost, metav1.ConditionTrue, valkeyv1.ReasonPrimaryLostNoReplica, msg)
 				if err := r.recordDataLoss(ctx, vc, msg); err != nil {
 					failed = append(failed, err)
 				}
 			}
 			continue
 		}
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonActionFailed, string(a.Kind), "%s", truncate(err.Error(), 1000))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonActionFailed, string(a.Kind), "%s", truncate(err.Error(), 1000))
 		if len(failed) == 0 {
 			firstKind = a.Kind
 		}
@@ -66,7 +66,7 @@ func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyClus
 		return nil
 	}
 	msg := fmt.Sprintf("%d of %d actions failed; %s failed: %v", len(failed), len(wave.Actions), firstKind, failed[0])
-	setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, truncate(msg, 2000))
+	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonActionFailed, truncate(msg, 2000))
 	return errors.Join(failed...)
 }
 

@@ -12,20 +12,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
-// CondContainersHealthy reports whether every node's container runs, or is
-// on its way to: a pull that fails, a process that exits or is OOM-killed is
-// otherwise only visible on a pod that the operator soon replaces.
-const CondContainersHealthy = "ContainersHealthy"
-
-// Reasons of ContainersHealthy. A waiting container keeps the kubelet's own
-// reason (ErrImagePull, ImagePullBackOff, CrashLoopBackOff, ...), which is
-// what a reader searches for; an exited one is OOMKilled or ContainerExited.
-const (
-	ReasonContainersRunning = "ContainersRunning"
-	ReasonContainerExited   = "ContainerExited"
-	ReasonOOMKilled         = "OOMKilled"
-)
-
 // waitingFailures are the kubelet's waiting reasons that will not clear by
 // themselves; ContainerCreating and PodInitializing are progress.
 var waitingFailures = map[string]bool{
@@ -80,12 +66,12 @@ func failureOf(node string, cs corev1.ContainerStatus) (containerFailure, bool) 
 			message: withDetail(fmt.Sprintf("node %s: container %s: %s", node, cs.Name, w.Reason), w.Message)}, true
 	}
 	t := cs.State.Terminated
-	if t == nil || (t.ExitCode == 0 && t.Reason != ReasonOOMKilled) {
+	if t == nil || (t.ExitCode == 0 && t.Reason != valkeyv1.ReasonOOMKilled) {
 		return containerFailure{}, false
 	}
-	reason := ReasonContainerExited
-	if t.Reason == ReasonOOMKilled {
-		reason = ReasonOOMKilled
+	reason := valkeyv1.ReasonContainerExited
+	if t.Reason == valkeyv1.ReasonOOMKilled {
+		reason = valkeyv1.ReasonOOMKilled
 	}
 	head := fmt.Sprintf("node %s: container %s exited with code %d", node, cs.Name, t.ExitCode)
 	if t.Reason != "" {
@@ -109,10 +95,10 @@ func withDetail(head, detail string) string {
 func (r *ClusterReconciler) reportContainerFailures(vc *valkeyv1.ValkeyCluster, failures []containerFailure, held string) {
 	if len(failures) == 0 {
 		if held != "" {
-			setCondition(vc, CondContainersHealthy, metav1.ConditionFalse, ReasonReplacementBackoff, held)
+			setCondition(vc, valkeyv1.CondContainersHealthy, metav1.ConditionFalse, valkeyv1.ReasonReplacementBackoff, held)
 			return
 		}
-		setCondition(vc, CondContainersHealthy, metav1.ConditionTrue, ReasonContainersRunning, "every node's container is running or starting")
+		setCondition(vc, valkeyv1.CondContainersHealthy, metav1.ConditionTrue, valkeyv1.ReasonContainersRunning, "every node's container is running or starting")
 		return
 	}
 	first := failures[0]
@@ -124,8 +110,8 @@ func (r *ClusterReconciler) reportContainerFailures(vc *valkeyv1.ValkeyCluster, 
 		msg += "; " + held
 	}
 	msg = truncate(msg, 2000)
-	if !isConditionMessage(vc, CondContainersHealthy, msg) {
+	if !isConditionMessage(vc, valkeyv1.CondContainersHealthy, msg) {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, first.reason, "ObservePod", "%s", truncate(first.message, 1000))
 	}
-	setCondition(vc, CondContainersHealthy, metav1.ConditionFalse, first.reason, msg)
+	setCondition(vc, valkeyv1.CondContainersHealthy, metav1.ConditionFalse, first.reason, msg)
 }

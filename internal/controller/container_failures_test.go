@@ -57,10 +57,10 @@ func TestContainerFailures(t *testing.T) {
 		node, reason, msg string
 		exited            bool
 	}{
-		{"c-both", ReasonContainerExited, "node c-both: container valkey exited with code 1 (Error)", true},
-		{"c-conf", ReasonContainerExited, "node c-conf: container valkey exited with code 1 (Error): Bad directive or wrong number of arguments", true},
-		{"c-exporter", ReasonContainerExited, "node c-exporter: container exporter exited with code 2 (Error)", false},
-		{"c-oom", ReasonOOMKilled, "node c-oom: container valkey exited with code 137 (OOMKilled)", true},
+		{"c-both", valkeyv1.ReasonContainerExited, "node c-both: container valkey exited with code 1 (Error)", true},
+		{"c-conf", valkeyv1.ReasonContainerExited, "node c-conf: container valkey exited with code 1 (Error): Bad directive or wrong number of arguments", true},
+		{"c-exporter", valkeyv1.ReasonContainerExited, "node c-exporter: container exporter exited with code 2 (Error)", false},
+		{"c-oom", valkeyv1.ReasonOOMKilled, "node c-oom: container valkey exited with code 137 (OOMKilled)", true},
 		{"c-pull", "ImagePullBackOff", `node c-pull: container valkey: ImagePullBackOff: Back-off pulling image "valkey:nope"`, false},
 	}
 	if len(got) != len(want) {
@@ -78,7 +78,7 @@ func TestReplacementBackoff(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	nodes := map[string]*valkeyv1.ValkeyNode{"a": {}, "b": {}}
 	exited := func(n string) containerFailure {
-		return containerFailure{node: n, reason: ReasonContainerExited, exited: true}
+		return containerFailure{node: n, reason: valkeyv1.ReasonContainerExited, exited: true}
 	}
 
 	rec := countFailures(replacementRecord{}, []containerFailure{exited("a")}, nodes, false, t0)
@@ -125,8 +125,14 @@ func TestReplacementBackoff(t *testing.T) {
 	}
 	onlyCreate := topology.Wave{Actions: wave.Actions[:1]}
 	held, _ = holdCreations(onlyCreate, rec, t1.Add(time.Second))
-	if held.Acts() || actionReason(held.Lead()) != ReasonReplacementBackoff {
-		t.Fatalf("a held wave of creations = %s (reason %s), want a wait with reason %s", held, actionReason(held.Lead()), ReasonReplacementBackoff)
+	if held.Acts() || actionReason(held.Lead()) != valkeyv1.ReasonReplacementBackoff {
+		t.Fatalf("a held wave of creations = %s (reason %s), want a wait with reason %s", held, actionReason(held.Lead()), valkeyv1.ReasonReplacementBackoff)
+	}
+	for _, tier := range []topology.Tier{topology.TierStability, topology.TierUpdate} {
+		roll := topology.Wave{Actions: []topology.Action{{Kind: topology.KindCreateNode, Tier: tier, CreateNode: &topology.CreateNode{ShardIndex: 0}}}}
+		if held, _ := holdCreations(roll, rec, t1.Add(time.Second)); held.Lead().Tier != tier {
+			t.Errorf("a held %s creation waits in tier %s, want its own", tier, held.Lead().Tier)
+		}
 	}
 	if held, msg := holdCreations(wave, rec, t1.Add(replacementBackoffBase)); len(held.Actions) != 2 || msg != "" {
 		t.Fatalf("after the backoff: wave %s, message %q; want the wave unchanged", held, msg)

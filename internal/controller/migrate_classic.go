@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -63,7 +64,7 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 	if from.ID != m.fromID || to.ID != m.toID {
 		return fmt.Errorf("classic migration: nodes answer as %s and %s, expected %s and %s", from.ID, to.ID, m.fromID, m.toID)
 	}
-	var importing, migrating, claim, release, all []int
+	var importing, migrating, all []int
 	for slot := slots.Start; slot <= slots.End; slot++ {
 		fromOwns, toOwns := owns(from, slot), owns(to, slot)
 		if !fromOwns && !toOwns {
@@ -76,13 +77,15 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 		if fromOwns && from.Migrating[slot] != m.toID {
 			migrating = append(migrating, slot)
 		}
-		if !toOwns || to.Importing[slot] != "" {
-			claim = append(claim, slot)
-		}
-		if fromOwns || from.Migrating[slot] != "" {
-			release = append(release, slot)
-		}
 	}
+	// Both ends are told the owner of every slot of the batch, even where
+	// they already agree: Valkey 8 replicates SETSLOT to replicas (and
+	// copies MIGRATING/IMPORTING in a full sync), but a primary that learns
+	// the new owner from gossip, after refusing SETSLOT NODE (NOREPLICAS
+	// while a replica syncs or is gone), clears its own state without
+	// telling them. A repeat of the command is what clears the replicas'
+	// copies; on a node that already agrees it changes nothing else.
+	claim, release := all, all
 	// IMPORTING before MIGRATING: once the source sends ASK redirects the
 	// target must already accept them.
 	if err := m.to.ClusterSetSlots(ctx, importing, valkey.SlotImporting, m.fromID); err != nil {
@@ -91,10 +94,8 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 	if err := m.from.ClusterSetSlots(ctx, migrating, valkey.SlotMigrating, m.toID); err != nil {
 		return err
 	}
-	for _, slot := range all {
-		if err := m.drain(ctx, slot); err != nil {
-			return fmt.Errorf("moving slot %d: %w", slot, err)
-		}
+	if err := m.drain(ctx, all); err != nil {
+		return err
 	}
 	// The target first: it bumps its config epoch and claims the slots, so
 	// the claim wins over the source's older one everywhere. Then the
@@ -111,28 +112,37 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 	return nil
 }
 
-// drain migrates every key the source holds in slot to the target. REPLACE
-// makes a repeat safe: a key copied by an interrupted MIGRATE whose source
-// copy was not deleted is overwritten with the source's, the current one.
-func (m classicMigration) drain(ctx context.Context, slot int) error {
-	for {
-		keys, err := m.from.ClusterGetKeysInSlot(ctx, slot, classicKeysPerMigrate)
+// drain migrates every key the source holds in slots to the target, in
+// rounds: one pipeline asks for the keys of every slot still holding some,
+// one pipeline migrates them, one MIGRATE per slot. Most slots empty in one
+// round, so a batch costs a few round trips instead of several per slot.
+// REPLACE makes a repeat safe: a key copied by an interrupted MIGRATE whose
+// source copy was not deleted is overwritten with the source's, the
+// current one. Keys that expired or were deleted meanwhile are skipped (a
+// +NOKEY status when none is left), not an error.
+func (m classicMigration) drain(ctx context.Context, slots []int) error {
+	for len(slots) > 0 {
+		keys, err := m.from.ClusterGetKeysInSlots(ctx, slots, classicKeysPerMigrate)
 		if err != nil {
 			return err
 		}
 		if len(keys) == 0 {
 			return nil
 		}
-		// Keys that expired or were deleted meanwhile are skipped (a +NOKEY
-		// status when none is left), not an error.
-		if err := m.from.Migrate(ctx, valkey.MigrateArgs{
-			Host: m.toHost, Port: m.toPort, Keys: keys,
+		slots = slices.Sorted(maps.Keys(keys))
+		groups := make([][]string, len(slots))
+		for i, slot := range slots {
+			groups[i] = keys[slot]
+		}
+		if err := m.from.MigrateEach(ctx, valkey.MigrateArgs{
+			Host: m.toHost, Port: m.toPort,
 			Username: m.user, Password: m.password,
 			Timeout: classicMigrateTimeout, Replace: true,
-		}); err != nil {
-			return err
+		}, groups); err != nil {
+			return fmt.Errorf("moving slots %v: %w", slots, err)
 		}
 	}
+	return nil
 }
 
 func myself(ctx context.Context, n *valkey.Node) (valkey.ClusterNode, error) {

@@ -18,10 +18,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
-// condPodCreated records on a ValkeyNode that its pod was created, so a dead
-// pod is never recreated: a node whose pod is gone is replaced by a new node.
-const condPodCreated = "PodCreated"
-
 // NodeReconciler is a create-only executor: for a Joining ValkeyNode it
 // creates the node's ConfigMap and, once, its Pod. It never updates a pod.
 type NodeReconciler struct {
@@ -41,7 +37,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if !node.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &node)
 	}
-	if node.Spec.Lifecycle != valkeyv1.LifecycleJoining || meta.IsStatusConditionTrue(node.Status.Conditions, condPodCreated) {
+	if node.Spec.Lifecycle != valkeyv1.LifecycleJoining || meta.IsStatusConditionTrue(node.Status.Conditions, valkeyv1.CondPodCreated) {
 		return ctrl.Result{}, nil
 	}
 
@@ -71,7 +67,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
 	meta.SetStatusCondition(&node.Status.Conditions, metav1.Condition{
-		Type: condPodCreated, Status: metav1.ConditionTrue, Reason: "Created",
+		Type: valkeyv1.CondPodCreated, Status: metav1.ConditionTrue, Reason: valkeyv1.ReasonPodCreated,
 		Message: "pod " + pod.Name + " created", ObservedGeneration: node.Generation,
 	})
 	if err := r.Status().Update(ctx, &node); err != nil {

@@ -40,17 +40,23 @@ type Options struct {
 	// SampleInterval is how often every node's utilisation is sampled and
 	// autoscaling decided.
 	SampleInterval time.Duration
+	// Namespace is the operator's own namespace: the metering records live
+	// there, and each cluster's NetworkPolicy admits it to the client port.
+	Namespace string
+	// MeteringInterval is how often every cluster's metering record is
+	// advanced.
+	MeteringInterval time.Duration
 	// ExporterImage runs the metrics exporter of clusters whose config
 	// enables it; pods created afterwards get a changed one.
 	ExporterImage string
-	// OperatorNamespace is where the operator's pods run; each cluster's
-	// NetworkPolicy admits it to the client port.
-	OperatorNamespace string
 	// FilterCache caches only the Secrets and Pods the operator labeled
 	// (CacheOptions); false caches every one in the Kubernetes cluster, as
 	// a comparison for what the filter saves.
 	FilterCache bool
 }
+
+// DefaultNamespace is where the install puts the operator.
+const DefaultNamespace = "valkey-operator"
 
 // DefaultOptions are the shipped defaults.
 func DefaultOptions() Options {
@@ -67,9 +73,10 @@ func DefaultOptions() Options {
 		ClusterWorkers:    4,
 		WaveConcurrency:   16,
 		SampleInterval:    30 * time.Second,
+		Namespace:         DefaultNamespace,
+		MeteringInterval:  time.Minute,
 		ExporterImage:     render.DefaultExporterImage,
 		FilterCache:       true,
-		OperatorNamespace: "valkey-operator",
 	}
 }
 
@@ -83,9 +90,6 @@ func (o Options) Validate() error {
 	if o.ClusterDomain == "" {
 		return fmt.Errorf("cluster domain must not be empty")
 	}
-	if o.OperatorNamespace == "" {
-		return fmt.Errorf("operator namespace must not be empty")
-	}
 	if o.ClusterWorkers < 1 {
 		return fmt.Errorf("cluster workers %d: must be at least 1", o.ClusterWorkers)
 	}
@@ -97,6 +101,12 @@ func (o Options) Validate() error {
 	}
 	if o.SampleInterval < time.Second {
 		return fmt.Errorf("sample interval %s: must be at least 1s", o.SampleInterval)
+	}
+	if o.Namespace == "" {
+		return fmt.Errorf("operator namespace must not be empty")
+	}
+	if o.MeteringInterval < time.Second {
+		return fmt.Errorf("metering interval %s: must be at least 1s", o.MeteringInterval)
 	}
 	if o.ExporterImage == "" {
 		return fmt.Errorf("exporter image must not be empty")

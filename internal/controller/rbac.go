@@ -14,6 +14,11 @@ package controller
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=update;patch
 //
+// Metering records, one per cluster in the operator's namespace: created,
+// advanced and released, never deleted by the operator:
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeymeteringrecords,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeymeteringrecords/status,verbs=patch
+//
 // Owner references that block the owner's deletion (ValkeyNodes and the
 // cluster's objects on the cluster, pods and ConfigMaps on their node):
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/finalizers;valkeynodes/finalizers,verbs=update
@@ -24,11 +29,15 @@ package controller
 // A node's pod is created once, annotated in place and deleted, never
 // updated; its ConfigMap is written once and never read back:
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;patch;delete
+//
+// The readiness gate valkey.gomomento.com/synced is a pod status condition:
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;delete
 //
 // The auth, ACL and node TLS Secrets, and the user's TLS Secret (get, read
-// around the cache, which holds only the operator's own Secrets):
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// around the cache, which holds only the operator's own Secrets); delete
+// only the copy of the operator's passwords once it has restored them:
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;update;delete

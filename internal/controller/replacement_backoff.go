@@ -19,10 +19,6 @@ import (
 // loop and start recreating hot again.
 const AnnotationReplacementBackoff = "valkey.gomomento.com/replacement-backoff"
 
-// ReasonReplacementBackoff: new nodes are held back after repeated
-// container failures (ContainersHealthy, and Progressing while it holds).
-const ReasonReplacementBackoff = "ReplacementBackoff"
-
 // reasonBackoffWait is the planner-style reason of the wait that replaces
 // held node creations.
 const reasonBackoffWait = "replacements back off after repeated container failures"
@@ -93,9 +89,14 @@ func holdCreations(wave topology.Wave, rec replacementRecord, now time.Time) (to
 		return wave, ""
 	}
 	kept := make([]topology.Action, 0, len(wave.Actions))
+	// The wait takes the held creation's tier: a roll held back is still
+	// an update, a lost node's replacement still a repair.
+	tier := topology.TierStability
 	for _, a := range wave.Actions {
 		if a.Kind != topology.KindCreateNode {
 			kept = append(kept, a)
+		} else if len(kept) == 0 {
+			tier = a.Tier
 		}
 	}
 	if len(kept) == len(wave.Actions) {
@@ -103,7 +104,8 @@ func holdCreations(wave topology.Wave, rec replacementRecord, now time.Time) (to
 	}
 	msg := fmt.Sprintf("%d node container(s) exited in a row; the next node is created at %s", rec.Failures, next.UTC().Format(time.RFC3339))
 	if len(kept) == 0 {
-		kept = append(kept, topology.Action{Kind: topology.KindWait, Tier: topology.TierStability, Reason: reasonBackoffWait, Detail: msg})
+		kept = append(kept, topology.Action{Kind: topology.KindWait, Tier: tier,
+			Cause: topology.CauseReplacementBackoff, Reason: reasonBackoffWait, Detail: msg})
 	}
 	return topology.Wave{Actions: kept}, msg
 }

@@ -87,12 +87,20 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
+	// A Secret reaches the clusters whose TLS it is and, for the operator's
+	// own Secrets (auth, ACL, TLS copy), the cluster that owns it: a deleted
+	// {cluster}-operator-auth must be restored at once, not at the next
+	// resync.
 	bySecret := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list valkeyv1.ValkeyClusterList
 		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexTLSSecret: o.GetName()}); err != nil {
 			return nil
 		}
-		return requestsFor(list.Items)
+		reqs := requestsFor(list.Items)
+		if name := o.GetLabels()[valkeyv1.LabelInstance]; name != "" && o.GetLabels()[valkeyv1.LabelManagedBy] == valkeyv1.LabelManagedByValue {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+		}
+		return reqs
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyCluster{}).
@@ -124,7 +132,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := SetupAutoscaler(mgr, opts, dialer); err != nil {
 		return err
 	}
-	return nil
+	return SetupMetering(mgr, opts)
 }
 
 // DialFunc opens a connection to a node.

@@ -25,10 +25,10 @@ func TestSettleGeneration(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
 			vc.Status.ObservedGeneration = 2
-			setCondition(vc, CondReady, metav1.ConditionTrue, ReasonHealthy, "old")
+			setCondition(vc, valkeyv1.CondReady, metav1.ConditionTrue, valkeyv1.ReasonHealthy, "old")
 			vc.Generation = 3
 			// Set during the pass of generation 3.
-			setCondition(vc, CondProgressing, metav1.ConditionTrue, ReasonActionFailed, "new")
+			setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonActionFailed, "new")
 
 			settleGeneration(vc, tt.succeeded)
 

@@ -108,7 +108,7 @@ func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath No
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("tlsreload").
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(CondCertificatesServed, sameServedCounts))).
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(valkeyv1.CondCertificatesServed, sameServedCounts))).
 		Watches(&corev1.Secret{}, toCluster(render.NodeTLSSecretName)).
 		// A node that does not answer holds up its own cluster's pass, not
 		// every other cluster's.
@@ -189,7 +189,7 @@ func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	outcomes := pass.run(ctx, pods, mem)
 
-	prior := meta.FindStatusCondition(vc.Status.Conditions, CondCertificatesServed)
+	prior := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondCertificatesServed)
 	rep := summarizeReload(reloadInput{
 		Secret:      vc.Spec.TLS.SecretRef,
 		Want:        want,
@@ -511,7 +511,7 @@ func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 	if priorMsg != rep.Message {
 		for _, o := range outcomes {
 			if o.ReloadErr != nil {
-				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ReasonReloadFailed, "ReloadTLS",
+				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonReloadFailed, "ReloadTLS",
 					"reloading the certificate on node %s failed: %s", o.Name, truncate(o.ReloadErr.Error(), 800))
 			}
 		}
@@ -524,7 +524,7 @@ func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 	r.mu.Unlock()
 	if complete {
 		log.Info("TLS rotation complete", "nodes", rep.Total, "fingerprint", want.Leaf)
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, ReasonRotationComplete, "ReloadTLS",
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonRotationComplete, "ReloadTLS",
 			"all %d nodes serve the certificate in Secret %q (SHA-256 %s)", rep.Total, vc.Spec.TLS.SecretRef, shortFingerprint(want.Leaf))
 	}
 }
@@ -563,7 +563,7 @@ func (r *TLSReloader) writeStatus(ctx context.Context, key types.NamespacedName,
 		}
 		vc.Status.TLS.NodesServingCurrent = int32(rep.Serving)
 		vc.Status.TLS.NodesTotal = int32(rep.Total)
-		setCondition(vc, CondCertificatesServed, rep.Status, rep.Reason, rep.Message)
+		setCondition(vc, valkeyv1.CondCertificatesServed, rep.Status, rep.Reason, rep.Message)
 		return true
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
@@ -118,26 +119,26 @@ func TestSummarizeReload(t *testing.T) {
 		requeue     time.Duration
 		notAfterSet bool
 	}{
-		{name: "no nodes", status: metav1.ConditionUnknown, reason: ReasonWaiting,
+		{name: "no nodes", status: metav1.ConditionUnknown, reason: valkeyv1.ReasonWaiting,
 			message: "no running nodes to check", requeue: time.Second},
 		{name: "steady", nodes: []nodeOutcome{done("a"), done("b")}, prior: truePrior,
-			status: metav1.ConditionTrue, reason: ReasonServingCurrent,
+			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 2 nodes serve the certificate in Secret "tls"`, serving: 2, requeue: tick, notAfterSet: true},
 		{name: "first pass after formation is no rotation", nodes: []nodeOutcome{done("a")},
-			status: metav1.ConditionTrue, reason: ReasonServingCurrent,
+			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 1 nodes serve the certificate in Secret "tls"`, serving: 1, requeue: tick, notAfterSet: true},
 		{name: "reloaded in this pass", nodes: []nodeOutcome{reloaded("a"), done("b")}, prior: truePrior,
-			status: metav1.ConditionTrue, reason: ReasonServingCurrent,
+			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 2 nodes serve the certificate in Secret "tls"`, serving: 2, complete: true, requeue: tick, notAfterSet: true},
 		{name: "finished after waiting", nodes: []nodeOutcome{done("a"), done("b")}, prior: falsePrior,
-			status: metav1.ConditionTrue, reason: ReasonServingCurrent,
+			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 2 nodes serve the certificate in Secret "tls"`, serving: 2, complete: true, requeue: tick, notAfterSet: true},
 		{name: "waiting for the kubelet", nodes: []nodeOutcome{waiting("b", true), done("a")}, age: 3 * time.Second,
-			status: metav1.ConditionFalse, reason: ReasonRotationInProgress,
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonRotationInProgress,
 			message: `1 of 2 nodes serve the certificate in Secret "tls"; waiting for the rest to receive and load it`,
 			serving: 1, requeue: time.Second, notAfterSet: true},
 		{name: "waiting past the fast window", nodes: []nodeOutcome{waiting("a", true)}, age: 5 * time.Minute,
-			status: metav1.ConditionFalse, reason: ReasonRotationInProgress,
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonRotationInProgress,
 			message: `0 of 1 nodes serve the certificate in Secret "tls"; waiting for the rest to receive and load it`,
 			requeue: tick, notAfterSet: true},
 		{name: "CA rotated without the bundle step", nodes: []nodeOutcome{waiting("b", false), waiting("a", false)},
@@ -145,7 +146,7 @@ func TestSummarizeReload(t *testing.T) {
 			untrusted: []string{"a", "b"}, warn: untrusted("a", "b"), requeue: time.Second, notAfterSet: true},
 		{name: "untrusted, healed by this pass's reload: warned, not reported",
 			nodes:  []nodeOutcome{func() nodeOutcome { o := reloaded("a"); o.Before.Trusted = false; return o }()},
-			status: metav1.ConditionTrue, reason: ReasonServingCurrent,
+			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 1 nodes serve the certificate in Secret "tls"`, serving: 1,
 			untrusted: []string{"a"}, warn: untrusted("a"), complete: true, requeue: tick, notAfterSet: true},
 		{name: "untrusted and unpinned", nodes: []nodeOutcome{{Name: "a",
@@ -153,17 +154,17 @@ func TestSummarizeReload(t *testing.T) {
 			status: metav1.ConditionFalse, reason: tlssecret.ReasonServedCertNotTrusted, message: untrusted("a"),
 			untrusted: []string{"a"}, warn: untrusted("a"), requeue: time.Second},
 		{name: "one node's failure does not hide the others", nodes: []nodeOutcome{failed("b"), reloaded("a")},
-			status: metav1.ConditionFalse, reason: ReasonReloadFailed,
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonReloadFailed,
 			message: `1 of 2 nodes serve the certificate in Secret "tls"; reload failed on 1: b: ERR CONFIG SET failed`,
 			serving: 1, failures: 1, requeue: time.Second, notAfterSet: true},
 		{name: "unreachable node", nodes: []nodeOutcome{done("a"), {Name: "b",
 			Before: servedCert{Err: errors.New("connection refused")}, After: nodeTLS{Name: "b", Served: servedCert{Err: errors.New("connection refused")}}}},
-			prior: truePrior, status: metav1.ConditionFalse, reason: ReasonReloadFailed,
+			prior: truePrior, status: metav1.ConditionFalse, reason: valkeyv1.ReasonReloadFailed,
 			message: `1 of 2 nodes serve the certificate in Secret "tls"; reload failed on 1: b: connection refused`,
 			serving: 1, failures: 1, requeue: time.Second, notAfterSet: true},
 		{name: "blind: serving is all that can be confirmed", nodes: []nodeOutcome{{Name: "a", Reloaded: true,
 			Before: serve("new", true, t0), After: nodeTLS{Name: "a", Served: serve("new", true, t0)}}}, prior: truePrior,
-			status: metav1.ConditionTrue, reason: ReasonServingCurrent,
+			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 1 nodes serve the certificate in Secret "tls"`, serving: 1, requeue: tick, notAfterSet: true},
 	}
 	for _, tc := range tests {

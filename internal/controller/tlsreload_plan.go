@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
 
@@ -237,20 +238,20 @@ func summarizeReload(in reloadInput) reloadReport {
 
 	switch {
 	case out.Total == 0:
-		out.Status, out.Reason, out.Message = metav1.ConditionUnknown, ReasonWaiting, "no running nodes to check"
+		out.Status, out.Reason, out.Message = metav1.ConditionUnknown, valkeyv1.ReasonWaiting, "no running nodes to check"
 	case len(untrustedAfter) > 0:
 		out.Status, out.Reason = metav1.ConditionFalse, tlssecret.ReasonServedCertNotTrusted
 		out.Message = tlssecret.ServedCertNotTrustedMessage(in.Secret, untrustedAfter)
 	case len(out.Failures) > 0:
-		out.Status, out.Reason = metav1.ConditionFalse, ReasonReloadFailed
+		out.Status, out.Reason = metav1.ConditionFalse, valkeyv1.ReasonReloadFailed
 		out.Message = fmt.Sprintf("%d of %d nodes serve the certificate in Secret %q; reload failed on %d: %s",
 			out.Serving, out.Total, in.Secret, len(out.Failures), strings.Join(out.Failures, "; "))
 	case !allSettled:
-		out.Status, out.Reason = metav1.ConditionFalse, ReasonRotationInProgress
+		out.Status, out.Reason = metav1.ConditionFalse, valkeyv1.ReasonRotationInProgress
 		out.Message = fmt.Sprintf("%d of %d nodes serve the certificate in Secret %q; waiting for the rest to receive and load it",
 			out.Serving, out.Total, in.Secret)
 	default:
-		out.Status, out.Reason = metav1.ConditionTrue, ReasonServingCurrent
+		out.Status, out.Reason = metav1.ConditionTrue, valkeyv1.ReasonServingCurrent
 		out.Message = fmt.Sprintf("all %d nodes serve the certificate in Secret %q", out.Total, in.Secret)
 	}
 	if out.Status == metav1.ConditionTrue {

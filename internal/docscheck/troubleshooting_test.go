@@ -100,7 +100,7 @@ func TestTroubleshootingCoversEveryConditionAndReason(t *testing.T) {
 	}{
 		{
 			name:  "condition types and reasons",
-			dir:   "internal/controller",
+			dir:   "api/v1alpha1",
 			files: func(f string) bool { return f == "conditions.go" },
 			want:  hasPrefix("Cond", "Reason"),
 		},

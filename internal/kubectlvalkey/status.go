@@ -56,6 +56,12 @@ func writeStatus(w io.Writer, vc *valkeyv1.ValkeyCluster, nodes []valkeyv1.Valke
 	fmt.Fprintf(tw, "Shards:\t%d\n", s.Shards)
 	fmt.Fprintf(tw, "Nodes:\t%d ready of %d\n", s.ReadyNodes, len(s.Nodes))
 	fmt.Fprintf(tw, "Slots:\t%d/%d assigned\n", s.SlotsAssigned, valkey.SlotCount)
+	if r := s.Resharding; r != nil {
+		fmt.Fprintf(tw, "Resharding:\t%s moved, %d to go\n", r.Progress, r.SlotsToMove)
+		for _, m := range r.Moving {
+			fmt.Fprintf(tw, "  moving:\t%s -> %s slots %s (%d, %s)\n", m.Source, m.Target, m.Slots, m.SlotCount, m.Method)
+		}
+	}
 	if vc.Spec.TLS != nil {
 		writeTLS(tw, vc, now)
 	}

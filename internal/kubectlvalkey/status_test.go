@@ -49,6 +49,18 @@ func TestWriteStatus(t *testing.T) {
 	fresh := tlsCluster()
 	fresh.Spec.TLS = nil
 
+	resharding := tlsCluster()
+	resharding.Spec.TLS = nil
+	resharding.Spec.Shards = 3
+	resharding.Status = valkeyv1.ValkeyClusterStatus{
+		State: valkeyv1.StateUpdating, Shards: 3, SlotsAssigned: 16384,
+		Resharding: &valkeyv1.ReshardingStatus{SlotsToMove: 3000, SlotsTotal: 5461, Progress: "2461/5461 slots",
+			Moving: []valkeyv1.SlotMove{
+				{Source: "cache-1a2b3", Target: "cache-9z8y7", Slots: "3000-5460", SlotCount: 2461, Method: "atomic"},
+				{Source: "cache-7e8f9", Target: "cache-9z8y7", Slots: "13923-16383", SlotCount: 2461, Method: "atomic"},
+			}},
+	}
+
 	cases := []struct {
 		name  string
 		vc    *valkeyv1.ValkeyCluster
@@ -84,6 +96,28 @@ cache-1a2b3  0      primary  Active     10.0.0.1
 cache-4c5d6  0      replica  Active     10.0.0.2
 cache-7e8f9  1      primary  Active     10.0.0.3
 cache-0a1b2  1      replica  Joining    10.0.0.4
+`,
+		},
+		{
+			name: "a reshard under way shows its progress and moves",
+			vc:   resharding,
+			want: `Cluster:     app/cache
+State:       Updating
+Message:     -
+Spec:        shards 3, replicasPerShard 1
+Shards:      3
+Nodes:       0 ready of 0
+Slots:       16384/16384 assigned
+Resharding:  2461/5461 slots moved, 3000 to go
+  moving:    cache-1a2b3 -> cache-9z8y7 slots 3000-5460 (2461, atomic)
+  moving:    cache-7e8f9 -> cache-9z8y7 slots 13923-16383 (2461, atomic)
+
+CONDITION  STATUS  REASON  MESSAGE
+-          -       -       -
+
+SHARD  PRIMARY  REPLICAS  SLOTS  SLOT COUNT
+
+NODE  SHARD  ROLE  LIFECYCLE  POD IP
 `,
 		},
 		{

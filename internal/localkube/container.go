@@ -459,3 +459,13 @@ func (w *podWorker) resourceValue(c *corev1.Container, ref *corev1.ResourceField
 	}
 	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 }
+
+// preStopHold is how long a container's preStop hook keeps it running
+// before SIGTERM. Only the sleep action is supported: it is what the
+// operator renders, and it needs nothing from the image.
+func preStopHold(c corev1.Container) time.Duration {
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+		return 0
+	}
+	return time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -339,6 +340,64 @@ func (cp *ControlPlane) Stop() error {
 		cp.dir = ""
 	}
 	return errors.Join(errs...)
+}
+
+// StopAPIServer kills the kube-apiserver alone (SIGKILL: a crash, not a
+// graceful shutdown, which would take it 20 s or more), as an outage of it
+// would: etcd, the controller-manager, the scheduler and every pod keep
+// running, and every client's requests fail until StartAPIServer.
+func (cp *ControlPlane) StopAPIServer() error {
+	if cp.Env == nil || cp.Env.ControlPlane.APIServer == nil {
+		return errors.New("the control plane is not running")
+	}
+	// The process is started by envtest, which keeps it to itself; its
+	// command line names this control plane's certificate directory.
+	procs, err := LeakedProcesses(filepath.Join(cp.dir, "apiserver") + string(filepath.Separator))
+	if err != nil {
+		return err
+	}
+	killed := 0
+	for _, p := range procs {
+		if strings.Contains(p.Cmdline, "kube-apiserver") {
+			if err := syscall.Kill(p.PID, syscall.SIGKILL); err == nil {
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		return fmt.Errorf("no kube-apiserver process found under %s", cp.dir)
+	}
+	// Reaped by envtest, which then takes it as stopped.
+	var stopErr error
+	for range 50 {
+		if stopErr = cp.Env.ControlPlane.APIServer.Stop(); stopErr == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("stopping kube-apiserver: %w", stopErr)
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped, on the
+// same port with the same serving certificate and client CA, so every
+// client configuration made before (Config, the kubeconfigs) stays valid.
+func (cp *ControlPlane) StartAPIServer() error {
+	if cp.Env == nil || cp.Env.ControlPlane.APIServer == nil {
+		return errors.New("the control plane is not running")
+	}
+	// The first start's log file was closed once the process had it.
+	logPath := filepath.Join(cp.dir, "logs", "kube-apiserver.log")
+	apiLog, err := openLog(logPath)
+	if err != nil {
+		return err
+	}
+	defer apiLog.Close()
+	api := cp.Env.ControlPlane.APIServer
+	api.Out, api.Err = apiLog, apiLog
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again (log %s): %w", logPath, err)
+	}
+	return nil
 }
 
 // KubeConfig returns an admin kubeconfig for the apiserver.

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -121,6 +122,31 @@ func (r *Runtime) registerNodes(ctx context.Context) error {
 	return nil
 }
 
+// waitSchedulable returns once no node carries a taint. A new node starts
+// with node.kubernetes.io/not-ready until the node lifecycle controller has
+// observed it Ready; callers that schedule at once would otherwise race it.
+func (r *Runtime) waitSchedulable(ctx context.Context) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, name := range r.nodeNames {
+			n, err := r.cs.CoreV1().Nodes().Get(ctx, name, getOpts)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			if len(n.Spec.Taints) > 0 {
+				last = fmt.Sprintf("node %s has taints %v", name, n.Spec.Taints)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for schedulable nodes (%s): %w", last, err)
+	}
+	return nil
+}
+
 func (r *Runtime) renewLease(ctx context.Context, node *corev1.Node) error {
 	leases := r.cs.CoordinationV1().Leases(nodeLeaseNamespace)
 	now := metav1.NewMicroTime(time.Now())
@@ -209,9 +235,13 @@ func (r *Runtime) refreshNodeStatus(ctx context.Context, name string) error {
 	})
 }
 
-// PauseNodeHeartbeat stops (or resumes) lease renewal and status updates for
-// one node, so that the node lifecycle controller declares it lost after its
-// grace period, as it would for a powered-off machine. Its pods keep running.
+// PauseNodeHeartbeat cuts (or restores) one node's kubelet off from the
+// apiserver, as a network partition or a kubelet that hangs would: its
+// Lease and status are no longer renewed, so the node lifecycle controller
+// declares it lost after its grace period, and its pods neither have their
+// status written nor act on a deletion. Their processes keep running and
+// serving. On resume the pods catch up: their status is written afresh and
+// a deletion made meanwhile is carried out.
 func (r *Runtime) PauseNodeHeartbeat(node string, paused bool) error {
 	found := false
 	for _, n := range r.nodeNames {
@@ -221,11 +251,22 @@ func (r *Runtime) PauseNodeHeartbeat(node string, paused bool) error {
 		return fmt.Errorf("node %q is not served by this runtime", node)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if paused {
 		r.paused[node] = true
 	} else {
 		delete(r.paused, node)
+	}
+	var ws []*podWorker
+	for _, w := range r.workers {
+		ws = append(ws, w)
+	}
+	r.mu.Unlock()
+	if !paused {
+		for _, w := range ws {
+			if pod, _ := w.snapshot(); pod.Spec.NodeName == node {
+				w.resync()
+			}
+		}
 	}
 	return nil
 }

@@ -178,3 +178,61 @@ func TestValkey9Image(t *testing.T) {
 	waitGone(t, ns, "nine")
 	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
+
+// A node cut off from the apiserver (PauseNodeHeartbeat) holds its pods as
+// they are: a deletion is not carried out and the process runs on, a
+// status another controller wrote (the node lifecycle controller marking
+// pods not Ready) is not written over. Heard from again, it catches up.
+// Not parallel: every pod on the node freezes with it.
+func TestSilentNodeHoldsItsPods(t *testing.T) {
+	ns := newNamespace(t)
+	node := testRT.NodeNames()[0]
+	for _, name := range []string{"deleted", "kept"} {
+		p := sleepPod(ns, name)
+		p.Spec.NodeName = node
+		createPod(t, p)
+	}
+	pid := pidOf(t, waitPod(t, ns, "deleted", "ready", isReady), "main")
+	waitPod(t, ns, "kept", "ready", isReady)
+
+	if err := testRT.PauseNodeHeartbeat(node, true); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = testRT.PauseNodeHeartbeat(node, false)
+		}
+	})
+	deletePod(t, ns, "deleted")
+	kept, err := testCS.CoreV1().Pods(ns).Get(testCtx, "kept", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range kept.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			kept.Status.Conditions[i].Status, kept.Status.Conditions[i].Reason = corev1.ConditionFalse, "NodeNotReady"
+		}
+	}
+	if _, err := testCS.CoreV1().Pods(ns).UpdateStatus(testCtx, kept, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the pods' grace period is 1 s
+	p, err := testCS.CoreV1().Pods(ns).Get(testCtx, "deleted", metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp == nil || !processAlive(pid) {
+		t.Fatalf("deleted pod on a silent node: %v, process alive %v; want it terminating and running", err, processAlive(pid))
+	}
+	if isReady(waitPod(t, ns, "kept", "present", func(*corev1.Pod) bool { return true })) {
+		t.Fatal("a silent node wrote its pod's status over the node controller's")
+	}
+
+	if err := testRT.PauseNodeHeartbeat(node, false); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	waitGone(t, ns, "deleted")
+	if processAlive(pid) {
+		t.Fatalf("process %d of a pod deleted while its node was silent survived the node's return", pid)
+	}
+	waitPod(t, ns, "kept", "Ready again", isReady)
+}

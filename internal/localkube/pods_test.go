@@ -320,3 +320,41 @@ func startStopPods(t testing.TB, ns string, n int) (up, down time.Duration) {
 	})
 	return up, time.Since(start)
 }
+
+// A preStop sleep keeps the process running, untouched, for its length;
+// SIGTERM comes after it, within the grace period.
+func TestPreStopSleepHoldsSIGTERM(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	out := t.TempDir()
+	const hold = 2 * time.Second
+	p := sleepPod(ns, "held")
+	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](10)
+	p.Spec.Containers[0].Command = []string{"sh", "-c",
+		"trap 'date +%s%N > " + out + "/term; exit 0' TERM; touch " + out + "/started; while :; do sleep 0.05; done"}
+	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(hold / time.Second)}},
+	}
+	createPod(t, p)
+	waitPod(t, ns, "held", "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	eventually(t, 10*time.Second, func() (bool, string) {
+		_, err := os.Stat(out + "/started")
+		return err == nil, "the shell has not set its trap"
+	})
+
+	deleted := time.Now()
+	deletePod(t, ns, "held")
+	waitGone(t, ns, "held")
+	raw, err := os.ReadFile(out + "/term")
+	if err != nil {
+		t.Fatalf("the process never got SIGTERM: %v", err)
+	}
+	ns64, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := time.Unix(0, ns64); at.Sub(deleted) < hold {
+		t.Errorf("SIGTERM %s after the deletion, inside the %s preStop hold", at.Sub(deleted), hold)
+	}
+	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+}

@@ -146,6 +146,28 @@ func (p *process) exited() bool {
 }
 
 // stop sends SIGTERM, then SIGKILL once grace has passed, and waits.
+// stopAfter runs a preStop hold, then stop with what is left of the grace
+// period. As in the kubelet, the hold counts against the grace period and a
+// hold that uses it all up still leaves the process a short SIGTERM window.
+func (p *process) stopAfter(hold, grace time.Duration) {
+	if hold > 0 && grace > 0 {
+		hold = min(hold, grace)
+		t := time.NewTimer(hold)
+		select {
+		case <-p.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		grace = max(grace-hold, preStopOverrun)
+	}
+	p.stop(grace)
+}
+
+// preStopOverrun is the kubelet's one-off extension for a container whose
+// preStop hook ran out the grace period.
+const preStopOverrun = 2 * time.Second
+
 func (p *process) stop(grace time.Duration) {
 	if grace <= 0 {
 		p.signal(syscall.SIGKILL)

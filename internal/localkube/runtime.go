@@ -232,6 +232,9 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	if err := r.registerNodes(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.waitSchedulable(ctx); err != nil {
+		return nil, err
+	}
 
 	r.factory = informers.NewSharedInformerFactory(cs, 0)
 	podInf := r.factory.Core().V1().Pods()

@@ -49,9 +49,12 @@ type podWorker struct {
 	refs    map[sourceKey]bool // sources projected into volumes; fixed
 	dir     string
 
-	mu       sync.Mutex
-	latest   *corev1.Pod
-	gone     bool
+	mu     sync.Mutex
+	latest *corev1.Pod
+	gone   bool
+	// resynced: the node was heard from again after a silence; the next
+	// step writes the pod's whole status afresh.
+	resynced bool
 	pending  []pendingSource
 	paths    pathMap // every container's mounts; set once mounted
 	ctrPaths map[string]pathMap
@@ -133,6 +136,16 @@ func (w *podWorker) poke() {
 func (w *podWorker) update(pod *corev1.Pod) {
 	w.mu.Lock()
 	w.latest = pod
+	w.mu.Unlock()
+	w.poke()
+}
+
+// resync is the node heard from again (PauseNodeHeartbeat): the pod's
+// status is written afresh, whatever others wrote meanwhile, and anything
+// that waited for the apiserver is carried out.
+func (w *podWorker) resync() {
+	w.mu.Lock()
+	w.resynced = true
 	w.mu.Unlock()
 	w.poke()
 }
@@ -237,6 +250,17 @@ func (w *podWorker) nextWake() time.Duration {
 // whether the worker is done.
 func (w *podWorker) step(ctx context.Context) bool {
 	pod, gone := w.snapshot()
+	if w.r.nodePaused(pod.Spec.NodeName) {
+		// A silent node's kubelet hears nothing from the apiserver and
+		// tells it nothing: its processes run on as they are, and a
+		// deletion waits until it is heard from again.
+		return false
+	}
+	w.mu.Lock()
+	if w.resynced {
+		w.resynced, w.lastPatch, w.conds = false, nil, nil
+	}
+	w.mu.Unlock()
 	now := time.Now()
 	if !w.retryAt.IsZero() && !now.Before(w.retryAt) {
 		w.retryAt = time.Time{}
@@ -329,7 +353,11 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, gone bool) b
 		for _, c := range w.ctrs {
 			c.stopProbes()
 			if c.proc != nil {
-				go c.proc.stop(grace)
+				hold := time.Duration(0)
+				if !gone {
+					hold = preStopHold(c.spec)
+				}
+				go c.proc.stopAfter(hold, grace)
 			}
 		}
 		w.mu.Unlock()

@@ -29,6 +29,7 @@ var wantInstall = []string{
 	"CustomResourceDefinition/valkeyclusters.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyconfigs.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyimages.valkey.gomomento.com",
+	"CustomResourceDefinition/valkeymeteringrecords.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeynodes.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyroles.valkey.gomomento.com",
 	"Deployment/valkey-operator",
@@ -248,6 +249,13 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, namespace string
 	reader := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "valkey-operator-metrics-reader"))
 	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}; !reflect.DeepEqual(reader.Rules, want) {
 		t.Errorf("metrics reader rules %+v, want %+v", reader.Rules, want)
+	}
+	// Leases are written only for leader election, in the operator's own
+	// namespace: the cluster-wide role must not grant them anywhere else.
+	for _, r := range convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "valkey-operator")).Rules {
+		if slices.Contains(r.Resources, "leases") || slices.Contains(r.Resources, "*") || slices.Contains(r.Verbs, "*") {
+			t.Errorf("ClusterRole grants %v on %v in %v cluster-wide", r.Verbs, r.Resources, r.APIGroups)
+		}
 	}
 }
 

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -76,7 +80,10 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 		return err
 	}
 	opOpts := controller.DefaultOptions()
-	mgr, err := ctrl.NewManager(l.ControlPlane.Config, ctrl.Options{
+	// As the shipped binary's config: no client-side rate limit.
+	opCfg := rest.CopyConfig(l.ControlPlane.Config)
+	opCfg.QPS = -1
+	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(opOpts),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -84,6 +91,14 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 	})
 	if err != nil {
 		return fmt.Errorf("creating the operator: %w", err)
+	}
+	// The operator's own namespace, where it keeps the metering records.
+	nc, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := nc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opOpts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", opOpts.Namespace, err)
 	}
 	if err := controller.SetupWithRuntime(mgr, opOpts, controller.Runtime{NodePath: l.Runtime.HostPath}); err != nil {
 		return err

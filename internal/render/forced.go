@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+
+	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // setting is one directive of the forced table.
@@ -28,6 +30,17 @@ var forcedAlways = []setting{
 	// saves nothing, while its fork can double the memory of a node near
 	// its limit and get it OOM-killed.
 	{"save", ""},
+}
+
+// defaults are directives a node gets when no config in the chain sets
+// them; unlike the forced ones, the user's value wins.
+var defaults = []setting{
+	// A primary delays a diskless full sync this long (5 s by Valkey's
+	// default) so that one fork serves every replica that asks meanwhile.
+	// The operator attaches a shard's replicas in one wave, milliseconds
+	// apart, so a second is enough to batch them, and the other four only
+	// delayed every new replica: in a bootstrap, a replacement, a roll.
+	{"repl-diskless-sync-delay", "1"},
 }
 
 // forcedTLS are applied after forcedAlways in TLS mode (port 0 closes the
@@ -80,4 +93,31 @@ func override(into map[string]string, key, value string) {
 		}
 	}
 	into[key] = value
+}
+
+// keyShutdownOnSigterm decides what a node does with SIGTERM, which is how
+// every planned disruption reaches it (pod deletion, eviction, drain). The
+// operator hands a stopping primary's role over while the pod's preStop
+// hold keeps it serving (see preStopHoldSeconds); this is the backstop for
+// when the operator cannot: with "failover" a primary pauses writes, waits
+// for its most caught-up replica and sends it CLUSTER FAILOVER before
+// exiting. It is the second choice because the primary exits without
+// waiting for the switch (a moment in which clients fail, and in a
+// one-shard cluster an election with no other primary to vote, which never
+// completes). Valkey accepts the flag from 9.0; 8.x refuses to start with it.
+const keyShutdownOnSigterm = "shutdown-on-sigterm"
+
+// sigtermFailoverVersion is the first release with shutdown-on-sigterm failover.
+var sigtermFailoverVersion = valkey.Version{Major: 9}
+
+// withSigtermFailover forces shutdown-on-sigterm failover on versions that
+// support it. version is the ValkeyImage's declared version; one that does
+// not parse gets nothing, as if it predated the flag, since an unknown
+// directive would stop the server from starting.
+func withSigtermFailover(settings map[string]string, version string) {
+	v, err := valkey.ParseVersion(version)
+	if err != nil || !v.AtLeast(sigtermFailoverVersion) {
+		return
+	}
+	override(settings, keyShutdownOnSigterm, "failover")
 }

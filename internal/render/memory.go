@@ -25,13 +25,19 @@ const (
 )
 
 // NodeSettings are the settings a new node records: the merged user map
-// with the forced settings applied (see Settings), plus a maxmemory derived
+// with the forced settings applied (see Settings), the defaults where the
+// user set none, plus a maxmemory derived
 // from the container memory limit when the user set none. Without a limit
 // there is nothing to derive from and Valkey's default (no limit) stays.
 func NodeSettings(user map[string]string, tls bool, memory string) (map[string]string, error) {
 	out, err := Settings(user, tls)
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range defaults {
+		if !hasKey(out, d.key) {
+			out[d.key] = d.value
+		}
 	}
 	if memory == "" || hasKey(out, keyMaxmemory) {
 		return out, nil

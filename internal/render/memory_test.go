@@ -34,6 +34,16 @@ func TestMemorySafety(t *testing.T) {
 			want:   map[string]string{"maxmemory": "20971520"},
 		},
 		{
+			name: "replicas are synced after a second, not Valkey's five",
+			want: map[string]string{"repl-diskless-sync-delay": "1"},
+		},
+		{
+			name: "the user's sync delay wins, in any case",
+			user: map[string]string{"Repl-Diskless-Sync-Delay": "5"},
+			want: map[string]string{"Repl-Diskless-Sync-Delay": "5"},
+			gone: []string{"repl-diskless-sync-delay"},
+		},
+		{
 			name:   "the user's maxmemory wins, in any case",
 			user:   map[string]string{"MaxMemory": "2gb"},
 			memory: "1Gi",

@@ -15,6 +15,10 @@ func ServiceName(cluster string) string { return cluster }
 // OperatorAuthSecretName holds the system users' passwords.
 func OperatorAuthSecretName(cluster string) string { return cluster + "-operator-auth" }
 
+// OperatorAuthRestoreSecretName keeps the passwords while a deleted
+// {cluster}-operator-auth Secret is recreated.
+func OperatorAuthRestoreSecretName(cluster string) string { return cluster + "-operator-auth-restore" }
+
 // ACLSecretName holds the rendered ACL file. The documented operator uses a
 // ConfigMap {cluster}-acl; a Secret is used because the file holds password
 // hashes, which tenants with ConfigMap read access must not see.

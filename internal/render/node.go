@@ -16,6 +16,7 @@ func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSp
 	if err != nil {
 		return v1alpha1.ValkeyNodeSpec{}, fmt.Errorf("settings of cluster %s/%s: %w", c.Cluster.Namespace, c.Cluster.Name, err)
 	}
+	withSigtermFailover(settings, r.Version)
 	spec := v1alpha1.ValkeyNodeSpec{
 		ClusterName:    c.Cluster.Name,
 		Image:          r.Image,

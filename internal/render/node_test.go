@@ -32,6 +32,7 @@ func TestNode(t *testing.T) {
 				n.Labels["valkey.gomomento.com/join-type"] = "shard"
 				n.Spec.TLSSecret = "my-cluster-node-tls"
 				n.Spec.ValkeySettings, _ = Settings(testResolved.Valkey, true)
+				n.Spec.ValkeySettings["repl-diskless-sync-delay"] = "1"
 			},
 		},
 		{
@@ -63,6 +64,7 @@ func TestNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			settings, _ := Settings(testResolved.Valkey, false)
+			settings["repl-diskless-sync-delay"] = "1"
 			want := &v1alpha1.ValkeyNode{
 				TypeMeta: metav1.TypeMeta{APIVersion: "valkey.gomomento.com/v1alpha1", Kind: "ValkeyNode"},
 				ObjectMeta: metav1.ObjectMeta{

@@ -91,6 +91,7 @@ func TestNodeConfigMap(t *testing.T) {
 				"port 6379\n" +
 				"primaryuser _momento_repl\n" +
 				"protected-mode no\n" +
+				"repl-diskless-sync-delay 1\n" +
 				"save \"\"\n" +
 				"include /etc/valkey/auth/primaryauth.conf\n",
 		},
@@ -110,6 +111,7 @@ func TestNodeConfigMap(t *testing.T) {
 				"port 0\n" +
 				"primaryuser _momento_repl\n" +
 				"protected-mode no\n" +
+				"repl-diskless-sync-delay 1\n" +
 				"save \"\"\n" +
 				"tls-auth-clients no\n" +
 				"tls-ca-cert-file /etc/valkey/tls/ca.crt\n" +

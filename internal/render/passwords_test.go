@@ -94,6 +94,7 @@ func TestOperatorAuthSecret(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "my-cluster-operator-auth", Namespace: testNamespace,
 			Labels: managedLabels, OwnerReferences: clusterOwner(),
+			Finalizers: []string{"valkey.gomomento.com/credentials"},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
@@ -104,4 +105,15 @@ func TestOperatorAuthSecret(t *testing.T) {
 		},
 	}
 	assertEqual(t, got, want)
+}
+
+// The restore copy holds the same data under its own name, without the
+// finalizer: it is only ever deleted by the operator or with its cluster.
+func TestOperatorAuthRestoreSecret(t *testing.T) {
+	c := testCluster(false)
+	got, orig := c.OperatorAuthRestoreSecret(testPasswords), c.OperatorAuthSecret(testPasswords)
+	if got.Name != "my-cluster-operator-auth-restore" || len(got.Finalizers) != 0 {
+		t.Errorf("restore Secret %s with finalizers %v", got.Name, got.Finalizers)
+	}
+	assertEqual(t, got.Data, orig.Data)
 }

@@ -31,6 +31,16 @@ const secretFileMode int32 = 0o440
 
 const terminationGracePeriodSeconds int64 = 30
 
+// preStopHoldSeconds keeps a stopping pod's Valkey serving before it gets
+// SIGTERM: the operator sees the pod terminating and, if it is a primary,
+// sends CLUSTER FAILOVER to its best in-sync replica, which takes well
+// under a second once the replica has caught up; by SIGTERM the node is a
+// replica and its exit costs clients nothing. The hold is bounded to a
+// third of the grace period so that the server's own shutdown still fits in
+// it; every such pod pays it when deleted, so it is rendered only where a
+// replica could take over.
+const preStopHoldSeconds int64 = 10
+
 // Pod renders a node's pod. It is created once and never updated except for
 // annotations; a dead pod is replaced by a new node, never restarted.
 //
@@ -61,6 +71,11 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 		placement = &v1alpha1.Placement{}
 	}
 	containers := []corev1.Container{container(node, resources)}
+	if c.Cluster.Spec.ReplicasPerShard > 0 {
+		containers[0].Lifecycle = &corev1.Lifecycle{
+			PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStopHoldSeconds}},
+		}
+	}
 	if node.Spec.ExporterImage != "" {
 		containers = append(containers, c.exporterContainer(node))
 	}
@@ -82,6 +97,7 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers:                containers,
+			ReadinessGates:            []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionSynced}},
 			Volumes:                   volumes(node),
 			NodeSelector:              maps.Clone(placement.NodeSelector),
 			Tolerations:               tolerations(),

@@ -50,6 +50,7 @@ func wantPod() *corev1.Pod {
 				FSGroup:        ptr.To[int64](999),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "valkey.gomomento.com/synced"}},
 			Containers: []corev1.Container{{
 				Name:    "valkey",
 				Image:   "valkey/valkey:8.0.1",
@@ -74,6 +75,8 @@ func wantPod() *corev1.Pod {
 					ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}},
 					InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3,
 				},
+				// 8.0.1 with a replica per shard: held for the operator's hand-over.
+				Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "data", MountPath: "/var/lib/valkey"},
 					{Name: "config", MountPath: "/etc/valkey/conf", ReadOnly: true},

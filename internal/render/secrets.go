@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
@@ -14,8 +15,10 @@ import (
 // operator writes primaryauth into every node's ConfigMap; here it stays in
 // this Secret, so ConfigMap read access reveals no credential.
 func (c Cluster) OperatorAuthSecret(p Passwords) *corev1.Secret {
+	meta := c.clusterMeta(OperatorAuthSecretName(c.Cluster.Name))
+	meta.Finalizers = []string{v1alpha1.FinalizerCredentials}
 	return &corev1.Secret{
-		ObjectMeta: c.clusterMeta(OperatorAuthSecretName(c.Cluster.Name)),
+		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
 			KeyOperatorPassword:    []byte(p.Operator),
@@ -24,6 +27,14 @@ func (c Cluster) OperatorAuthSecret(p Passwords) *corev1.Secret {
 			KeyPrimaryAuth:         []byte(PrimaryAuthConf(p.Replication)),
 		},
 	}
+}
+
+// OperatorAuthRestoreSecret carries the passwords of a deleted
+// {cluster}-operator-auth Secret until it is recreated.
+func (c Cluster) OperatorAuthRestoreSecret(p Passwords) *corev1.Secret {
+	s := c.OperatorAuthSecret(p)
+	s.ObjectMeta = c.clusterMeta(OperatorAuthRestoreSecretName(c.Cluster.Name))
+	return s
 }
 
 // ACLSecret holds the rendered ACL file every pod mounts; see ACLFile for

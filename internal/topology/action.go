@@ -76,6 +76,10 @@ const (
 	ReasonTakeover         = "no quorum — issued TAKEOVER on replica"
 	ReasonUnschedulable    = "bootstrap blocked: pod cannot be scheduled"
 	ReasonRollFailover     = "failover to up-to-date replica for rolling upgrade"
+	// ReasonHandOver: a primary's pod is being deleted (deletion, eviction,
+	// drain) while its process still serves; a synced replica takes over
+	// before the process gets SIGTERM.
+	ReasonHandOver         = "handing a stopping primary's role to an in-sync replica"
 	ReasonFailoverInFlight = "waiting for the requested failover to complete"
 	// ReasonRetryMigration: the source's previous CLUSTER MIGRATESLOTS job
 	// failed; the move is tried again.
@@ -117,6 +121,9 @@ type Action struct {
 	Reason string
 	// Detail names the nodes, slots or blocker involved.
 	Detail string
+	// Cause names what a Wait is held up by, for status; CauseNone for
+	// every other action and for the waits that are steps of a procedure.
+	Cause WaitCause
 
 	CreateNode   *CreateNode
 	Meet         *Meet
@@ -239,4 +246,75 @@ func done(reason string) Action {
 
 func wait(tier Tier, reason, detail string) Action {
 	return Action{Kind: KindWait, Tier: tier, Reason: reason, Detail: detail}
+}
+
+// waitOn is a Wait on something a reader can act on or should expect to
+// clear by itself; cause, not reason, decides its condition reason.
+func waitOn(tier Tier, cause WaitCause, reason, detail string) Action {
+	a := wait(tier, reason, detail)
+	a.Cause = cause
+	return a
+}
+
+func pendingDetail(n *node) string {
+	if n.Pod.Unschedulable != "" {
+		return fmt.Sprintf("%s: %s", n.Name, n.Pod.Unschedulable)
+	}
+	return n.Name
+}
+
+func waitForPod(tier Tier, n *node) Action {
+	if n.Pod.Unschedulable != "" {
+		reason := ReasonPodUnschedulable
+		if tier == TierBootstrap {
+			reason = ReasonUnschedulable
+		}
+		return waitOn(tier, CausePodUnschedulable, reason, pendingDetail(n))
+	}
+	if n.pending() {
+		return waitOn(tier, CausePodPending, ReasonPodPending, n.Name)
+	}
+	if n.Pod.Phase == PodStopping {
+		return waitOn(tier, CausePodStopping, ReasonPodStopping, n.Name)
+	}
+	return waitOn(tier, CauseNodeSilent, ReasonNodeSilent, n.Name)
+}
+
+func meet(tier Tier, n, seed *node) Action {
+	return Action{Kind: KindMeet, Tier: tier, Reason: ReasonMeet,
+		Detail: fmt.Sprintf("%s meets %s", n.Name, seed.Name),
+		Meet:   &Meet{Node: n.Name, Seed: seed.Name, SeedIP: seed.Pod.IP}}
+}
+
+func replicate(tier Tier, n, p *node) Action {
+	return Action{Kind: KindReplicate, Tier: tier, Reason: "attaching replica",
+		Detail:    fmt.Sprintf("%s follows %s", n.Name, p.Name),
+		Replicate: &Replicate{Node: n.Name, Primary: p.Name, PrimaryID: p.id}}
+}
+
+func markActive(tier Tier, n *node) Action {
+	return Action{Kind: KindMarkActive, Tier: tier, Reason: ReasonCompletedJoin,
+		Detail: n.Name, MarkActive: &NodeRef{Node: n.Name}}
+}
+
+func markLeaving(tier Tier, n *node, reason string) Action {
+	return Action{Kind: KindMarkLeaving, Tier: tier, Reason: reason,
+		Detail: n.Name, MarkLeaving: &NodeRef{Node: n.Name}}
+}
+
+func createNode(tier Tier, idx int, jt JoinType, reason string) Action {
+	return Action{Kind: KindCreateNode, Tier: tier, Reason: reason,
+		Detail:     fmt.Sprintf("shard %d", idx),
+		CreateNode: &CreateNode{ShardIndex: idx, JoinType: jt}}
+}
+
+func (w *world) migrate(from, to *node, r SlotRange, method MigrationMethod, reason string) Action {
+	return w.migrateRanges(from, to, []SlotRange{r}, method, reason)
+}
+
+func (w *world) migrateRanges(from, to *node, rs []SlotRange, method MigrationMethod, reason string) Action {
+	return Action{Kind: KindMigrateSlots, Tier: TierTopology, Reason: reason,
+		Detail: fmt.Sprintf("%s -> %s slots %s by %s", from.Name, to.Name, FormatRanges(rs), method.Command()),
+		MigrateSlots: &MigrateSlots{From: from.Name, FromID: from.id, To: to.Name, ToID: to.id,
+			ToIP: to.Pod.IP, Slots: rs, Method: method}}
 }

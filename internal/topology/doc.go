@@ -6,9 +6,10 @@
 // Valkey topology. Nothing is carried over between calls, so an operator that
 // restarts at any point resumes from whatever the next observation shows.
 //
-// The order in which work is considered follows the lifecycle specification:
-// stability (a healthy primary per shard, forgetting departed members,
-// replica counts), then topology (departures, drained shards, slot balance,
-// new shards), then rolling replacement of outdated nodes, then cleanup. The
-// first applicable step wins the tick.
+// Work is considered in priority order: stability (a healthy primary per
+// shard, forgetting departed members, replica counts), then topology
+// (departures, drained shards, slot balance, new shards), then rolling
+// replacement of outdated nodes, then cleanup. The first applicable step
+// wins the tick. Plan holds the order; each tier's steps live in the
+// plan_*.go file named for it.
 package topology

@@ -37,7 +37,7 @@ func scaleInHeadroom(primaries map[int]*node, targets map[int]int) *Action {
 	if draining == 0 || limit == 0 || need*100 <= limit*ScaleInHeadroomPercent {
 		return nil
 	}
-	a := wait(TierTopology, ReasonScaleInNoHeadroom, fmt.Sprintf(
+	a := waitOn(TierTopology, CauseScaleInNoHeadroom, ReasonScaleInNoHeadroom, fmt.Sprintf(
 		"the %d remaining primaries would hold %s (%s of their own and %s from %d drained shards) against %s of maxmemory, %d%%; the limit is %d%%",
 		staying, mib(need), mib(need-drained), mib(drained), draining, mib(limit), need*100/limit, ScaleInHeadroomPercent))
 	return &a

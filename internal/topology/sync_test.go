@@ -21,11 +21,11 @@ func TestReplicaSyncGuards(t *testing.T) {
 			member(ms, "n6").View.LinkUp = false
 			return ms
 		}, "Wait (" + ReasonReplicaSyncing + ": n6)"},
-		{"no takeover while the lost primary's process still runs", func() []Member {
+		{"no takeover while the lost primary's process still runs: a hand-over it takes part in", func() []Member {
 			ms := formed2()
 			member(ms, "n1").Pod.Phase, member(ms, "n1").View = PodStopping, nil
 			return ms
-		}, "Wait (" + ReasonPodStopping + ": n1)"},
+		}, "Failover node=n3 mode=default (" + ReasonHandOver + ": n3 takes over from n1)"},
 		{"takeover once it has exited", func() []Member {
 			ms := formed2()
 			kill(ms, "n1", false)

@@ -442,3 +442,38 @@ func (w *world) allAgree() bool {
 	}
 	return true
 }
+
+func (w *world) label(id string) string {
+	if n := w.byID[id]; n != nil {
+		return n.Name
+	}
+	return id
+}
+
+func (w *world) indexOf(id string) int {
+	if n := w.byID[id]; n != nil {
+		return n.ShardIndex
+	}
+	return -1
+}
+
+// boolFirst orders true before false.
+func boolFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	default:
+		return 1
+	}
+}
+
+func sortedStrings[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -209,6 +209,32 @@ func (n *Node) ClusterCountKeysInSlot(ctx context.Context, slot int) (int64, err
 	return count, n.wrap(fmt.Sprintf("CLUSTER COUNTKEYSINSLOT %d", slot), err)
 }
 
+// ClusterGetKeysInSlots asks for up to count keys of each slot in one
+// pipeline and returns the keys of the slots that have any.
+func (n *Node) ClusterGetKeysInSlots(ctx context.Context, slots []int, count int) (map[int][]string, error) {
+	out := map[int][]string{}
+	if len(slots) == 0 {
+		return out, nil
+	}
+	b := n.client.B()
+	cmds := make(valkey.Commands, len(slots))
+	for i, slot := range slots {
+		cmds[i] = b.ClusterGetkeysinslot().Slot(int64(slot)).Count(int64(count)).Build()
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	for i, r := range n.client.DoMulti(ctx, cmds...) {
+		keys, err := r.AsStrSlice()
+		if err != nil {
+			return nil, n.wrap(fmt.Sprintf("CLUSTER GETKEYSINSLOT %d %d", slots[i], count), err)
+		}
+		if len(keys) > 0 {
+			out[slots[i]] = keys
+		}
+	}
+	return out, nil
+}
+
 // ClusterGetKeysInSlot returns up to count keys this node holds in slot.
 func (n *Node) ClusterGetKeysInSlot(ctx context.Context, slot, count int) ([]string, error) {
 	keys, err := n.do(ctx, func(b valkey.Builder) valkey.Completed {

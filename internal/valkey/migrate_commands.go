@@ -36,6 +36,44 @@ func (n *Node) Migrate(ctx context.Context, a MigrateArgs) error {
 	if a.Timeout <= 0 {
 		a.Timeout = n.timeout
 	}
+	err := n.doWithin(ctx, n.timeout+a.Timeout, func(b valkey.Builder) valkey.Completed {
+		return migrateCommand(b, a, a.Keys)
+	}).Error()
+	return n.wrap(what, err)
+}
+
+// MigrateEach runs one MIGRATE per key group, all in one pipeline: the
+// source still moves them one after the other, but the round trips of all
+// but the first are saved. The groups share a's target and options (its
+// Keys are ignored); each group must hold keys of one slot.
+func (n *Node) MigrateEach(ctx context.Context, a MigrateArgs, groups [][]string) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	if a.Timeout <= 0 {
+		a.Timeout = n.timeout
+	}
+	b := n.client.B()
+	cmds := make(valkey.Commands, len(groups))
+	for i, keys := range groups {
+		if len(keys) == 0 {
+			return fmt.Errorf("MIGRATE to %s:%d on %s: group %d has no keys", a.Host, a.Port, n.addr, i)
+		}
+		cmds[i] = migrateCommand(b, a, keys)
+	}
+	// Each MIGRATE may take up to its own timeout; the source runs them in
+	// turn.
+	ctx, cancel := context.WithTimeout(ctx, n.timeout+time.Duration(len(groups))*a.Timeout)
+	defer cancel()
+	for i, r := range n.client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return n.wrap(fmt.Sprintf("MIGRATE to %s:%d (%d keys)", a.Host, a.Port, len(groups[i])), err)
+		}
+	}
+	return nil
+}
+
+func migrateCommand(b valkey.Builder, a MigrateArgs, keys []string) valkey.Completed {
 	args := []string{a.Host, strconv.Itoa(a.Port), "", "0", strconv.FormatInt(a.Timeout.Milliseconds(), 10)}
 	if a.Copy {
 		args = append(args, "COPY")
@@ -49,10 +87,7 @@ func (n *Node) Migrate(ctx context.Context, a MigrateArgs) error {
 		args = append(args, "AUTH", a.Password)
 	}
 	args = append(args, "KEYS")
-	err := n.doWithin(ctx, n.timeout+a.Timeout, func(b valkey.Builder) valkey.Completed {
-		return b.Arbitrary("MIGRATE").Args(args...).Keys(a.Keys...).Build()
-	}).Error()
-	return n.wrap(what, err)
+	return b.Arbitrary("MIGRATE").Args(args...).Keys(keys...).Build()
 }
 
 // ClusterMigrateSlots starts an atomic slot migration of ranges from this

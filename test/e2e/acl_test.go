@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -111,7 +110,7 @@ func (f *aclFixture) setACL(acl []valkeyv1.AclBinding) {
 
 func (f *aclFixture) waitACLApplied(timeout time.Duration) {
 	f.t.Helper()
-	f.waitCondition(controller.CondACLApplied, metav1.ConditionTrue, controller.ReasonACLCurrent,
+	f.waitCondition(valkeyv1.CondACLApplied, metav1.ConditionTrue, valkeyv1.ReasonACLCurrent,
 		fmt.Sprintf("all 2 nodes run the ACL rules in Secret %q", render.ACLSecretName(f.name)), timeout)
 }
 
@@ -373,7 +372,7 @@ func TestACLBindingsEnforcedAndReloadedInPlace(t *testing.T) {
 	if err := f.defaultUser(true); err != nil {
 		t.Fatal(err)
 	}
-	f.waitCondition(controller.CondDefaultUserOpen, metav1.ConditionTrue, controller.ReasonNoBindings, "", 10*time.Second)
+	f.waitCondition(valkeyv1.CondDefaultUserOpen, metav1.ConditionTrue, valkeyv1.ReasonNoBindings, "", 10*time.Second)
 
 	before := f.podSnapshot()
 	syncsBefore, link := f.replication()
@@ -551,8 +550,8 @@ func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
 	})
 	t.Logf("binding reached the primary %s after the update", time.Since(start).Round(time.Millisecond))
 	eventually(t, time.Minute, "ACLApplied to name the unreachable node", func() error {
-		c := meta.FindStatusCondition(f.cluster().Status.Conditions, controller.CondACLApplied)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonUnreachable || !strings.Contains(c.Message, "["+replicaName+"]") {
+		c := meta.FindStatusCondition(f.cluster().Status.Conditions, valkeyv1.CondACLApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != valkeyv1.ReasonUnreachable || !strings.Contains(c.Message, "["+replicaName+"]") {
 			return fmt.Errorf("ACLApplied %+v", c)
 		}
 		return nil
@@ -583,14 +582,14 @@ func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
 	updateRole(t, role, func(s *valkeyv1.ValkeyRoleSpec) {
 		s.Commands = append(s.Commands, valkeyv1.CommandRule{Name: "nosuchcommand", Access: valkeyv1.RuleAllow})
 	})
-	f.waitCondition(controller.CondACLApplied, metav1.ConditionFalse, controller.ReasonACLRejected, "", 90*time.Second)
+	f.waitCondition(valkeyv1.CondACLApplied, metav1.ConditionFalse, valkeyv1.ReasonACLRejected, "", 90*time.Second)
 	// A replica updated one user at a time refuses at once; the primary
 	// only once its mounted file has the new rules.
 	var c *metav1.Condition
 	eventually(t, 30*time.Second, "ACLApplied to name every node and Valkey's error", func() error {
-		c = meta.FindStatusCondition(f.cluster().Status.Conditions, controller.CondACLApplied)
+		c = meta.FindStatusCondition(f.cluster().Status.Conditions, valkeyv1.CondACLApplied)
 		for _, name := range []string{primaryName, replicaName} {
-			if c == nil || c.Reason != controller.ReasonACLRejected || !strings.Contains(c.Message, "node "+name+": ") || !strings.Contains(c.Message, "nosuchcommand") {
+			if c == nil || c.Reason != valkeyv1.ReasonACLRejected || !strings.Contains(c.Message, "node "+name+": ") || !strings.Contains(c.Message, "nosuchcommand") {
 				return fmt.Errorf("ACLApplied %+v does not name node %s", c, name)
 			}
 		}
@@ -598,7 +597,7 @@ func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
 	})
 	t.Logf("ACLApplied: %s", c.Message)
 	for _, name := range []string{primaryName, replicaName} {
-		f.waitEvent(corev1.EventTypeWarning, controller.ReasonACLRejected, "node "+name+" rejected the ACL file", 30*time.Second)
+		f.waitEvent(corev1.EventTypeWarning, valkeyv1.ReasonACLRejected, "node "+name+" rejected the ACL file", 30*time.Second)
 	}
 	if err := f.runChecks("app", "pw-1", []check{{[]string{"SET", "app:1", "x"}, true}, {[]string{"GET", "other"}, false}}); err != nil {
 		t.Fatalf("previous rules not kept: %v", err)

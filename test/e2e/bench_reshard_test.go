@@ -232,7 +232,7 @@ func plainClusterPlusEmpty(b *testing.B, argv []string, keys int) (addrs []strin
 }
 
 // writeDataSet writes keys 1 KiB values, pipelined.
-func writeDataSet(b *testing.B, c valkey.Client, keys int) {
+func writeDataSet(b testing.TB, c valkey.Client, keys int) {
 	b.Helper()
 	value := strings.Repeat("v", reshardValueBytes)
 	const batch = 500

@@ -72,14 +72,14 @@ func TestFailureCrashingNodesBackOff(t *testing.T) {
 	}
 	// The exited pod is deleted within a tick; the Event keeps its words and
 	// the condition then says why no new node comes yet.
-	assertWarning(t, key, controller.ReasonContainerExited, "exited with code 1")
+	assertWarning(t, key, valkeyv1.ReasonContainerExited, "exited with code 1")
 	eventually(t, 30*time.Second, "ContainersHealthy False naming the backoff", func() error {
-		c := condition(getCluster(t, key), controller.CondContainersHealthy)
+		c := condition(getCluster(t, key), valkeyv1.CondContainersHealthy)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "exited in a row; the next node is created at") {
 			return fmt.Errorf("ContainersHealthy = %+v", c)
 		}
-		if c.Reason != controller.ReasonContainerExited && c.Reason != controller.ReasonReplacementBackoff {
-			return fmt.Errorf("ContainersHealthy reason %s, want %s or %s", c.Reason, controller.ReasonContainerExited, controller.ReasonReplacementBackoff)
+		if c.Reason != valkeyv1.ReasonContainerExited && c.Reason != valkeyv1.ReasonReplacementBackoff {
+			return fmt.Errorf("ContainersHealthy reason %s, want %s or %s", c.Reason, valkeyv1.ReasonContainerExited, valkeyv1.ReasonReplacementBackoff)
 		}
 		return nil
 	})
@@ -114,7 +114,7 @@ func TestFailureCrashingNodesBackOff(t *testing.T) {
 		if raw := got.Annotations[controller.AnnotationReplacementBackoff]; raw != "" {
 			return fmt.Errorf("record still %s", raw)
 		}
-		if c := condition(got, controller.CondContainersHealthy); c == nil || c.Status != metav1.ConditionTrue {
+		if c := condition(got, valkeyv1.CondContainersHealthy); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("ContainersHealthy = %+v", c)
 		}
 		return nil

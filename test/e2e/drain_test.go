@@ -20,10 +20,10 @@ import (
 )
 
 // primaryGapLimit is the longest a shard may be seen without a slot-holding
-// primary while its node is drained: an evicted primary's process exits
-// once its replica has caught up, then the replica is promoted (by Valkey,
-// or by the operator's takeover when no majority of primaries is left)
-// after cluster-node-timeout (5s), and the operator reports it in status.
+// primary while its node is drained, as the operator reports it in status.
+// An evicted primary hands its role over while its pod's preStop hold
+// keeps it serving, so the true gap is well under a second; the bound is
+// generous because status follows the cluster a reconcile behind.
 const primaryGapLimit = 30 * time.Second
 
 // A Kubernetes node running a primary can be drained the way kubectl drain
@@ -33,10 +33,26 @@ const primaryGapLimit = 30 * time.Second
 // drain finishes with the cluster whole and off the node, every key written
 // before and every write acknowledged outside the moments of the evictions
 // readable.
+// Once on Valkey 8.0.1 and once on 9.1.2, one after the other.
 // Not parallel: it drains a Kubernetes node the other tests' pods run on.
 func TestDrainNodeWithPrimaries(t *testing.T) {
+	for _, version := range []string{"8.0.1", "9.1.2"} {
+		t.Run(version, func(t *testing.T) { drainNodeWithPrimaries(t, version) })
+	}
+}
+
+func drainNodeWithPrimaries(t *testing.T, version string) {
 	ctx := context.Background()
-	key := newPlainCluster(t, "drain", "cache", 2, 1)
+	ns := "drain-" + strings.ReplaceAll(version, ".", "")
+	createNamespace(t, ns)
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: createACLMenu(t, ns, version), Shards: 2, ReplicasPerShard: 1}}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	deleteAtEnd(t, vc)
+	key := client.ObjectKeyFromObject(vc)
+	waitConverged(t, key, 2, 1, 5*time.Minute)
 
 	var nodes corev1.NodeList
 	if err := k8sClient.List(ctx, &nodes); err != nil {
@@ -47,7 +63,7 @@ func TestDrainNodeWithPrimaries(t *testing.T) {
 	}
 	// The node to drain runs a primary; of those, the one running the most
 	// pods of the cluster, so the drain has the most to do.
-	vc := getCluster(t, key)
+	vc = getCluster(t, key)
 	pods := clusterPods(t, key)
 	perNode := map[string][]string{}
 	for _, p := range pods {
@@ -142,19 +158,10 @@ func TestDrainNodeWithPrimaries(t *testing.T) {
 
 	acked := load.finish(t)
 	checkAll(t, c, before)
-	// An evicted primary hands its shard over: as in runFailures, writes
-	// acknowledged in the moments around each eviction are counted, every
-	// other acknowledged write must survive.
-	lagWindow, rest := map[string]string{}, acked
-	for _, at := range evictedAt {
-		var inside map[string]string
-		inside, rest = load.splitByAckTime(rest, at.Add(-time.Second), at.Add(2*time.Second))
-		for k, v := range inside {
-			lagWindow[k] = v
-		}
-	}
-	checkAll(t, c, rest)
-	t.Logf("writes acknowledged around the evictions and lost: %d of %d", countLost(c, lagWindow), len(lagWindow))
+	// An evicted primary hands its role to its synced replica before it
+	// stops (the operator's CLUSTER FAILOVER waits for the replica to catch
+	// up), so every acknowledged write survives the drain.
+	checkAll(t, c, acked)
 }
 
 // assertShardHeld checks, right after evicted's eviction, that its shard's

@@ -103,6 +103,7 @@ func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victi
 	t.Helper()
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
+	waitReplicated(t, c)
 	for i, mode := range failureModes {
 		vc := getCluster(t, key)
 		lost := victim(vc)
@@ -191,11 +192,25 @@ func TestFailurePrimaryLostNoReplica(t *testing.T) {
 // DataLost condition, and no Normal Event that would read as routine.
 func assertDataLossReported(t testing.TB, key client.ObjectKey, lost string, slots []vk.SlotRange) {
 	t.Helper()
+	assertDataLossEvent(t, key, lost, slots)
+	assertDataLostCondition(t, key, lost, slots)
+}
+
+// slotsNote is how the operator names a shard's slot ranges in the loss's
+// Event and condition: "slots 0-5460,10923-12000".
+func slotsNote(slots []vk.SlotRange) string {
 	ranges := make([]string, len(slots))
 	for i, r := range slots {
 		ranges[i] = fmt.Sprintf("%d-%d", r.Start, r.End)
 	}
-	want := "slots " + strings.Join(ranges, ",")
+	return "slots " + strings.Join(ranges, ",")
+}
+
+// assertDataLossEvent checks for the Warning Event of the loss of lost and
+// its slots, and that no Normal Event reported it as routine.
+func assertDataLossEvent(t testing.TB, key client.ObjectKey, lost string, slots []vk.SlotRange) {
+	t.Helper()
+	want := slotsNote(slots)
 	eventually(t, 30*time.Second, "a Warning Event of the loss of "+lost, func() error {
 		var list eventsv1.EventList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace)); err != nil {
@@ -214,7 +229,14 @@ func assertDataLossReported(t testing.TB, key client.ObjectKey, lost string, slo
 		}
 		return fmt.Errorf("no Warning PrimaryLostNoReplica naming %s and %s", lost, want)
 	})
-	// The Event is sent during the wave, the condition written after it.
+}
+
+// assertDataLostCondition checks that the DataLost condition names the
+// loss of lost and its slots. The Event is sent during the wave, the
+// condition written after it.
+func assertDataLostCondition(t testing.TB, key client.ObjectKey, lost string, slots []vk.SlotRange) {
+	t.Helper()
+	want := slotsNote(slots)
 	eventually(t, 30*time.Second, "DataLost naming "+lost, func() error {
 		vc := getCluster(t, key)
 		for _, c := range vc.Status.Conditions {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 )
 
 // A scale-in whose remaining primaries could not hold the data they would
@@ -32,8 +31,8 @@ func TestScaleInHeldWithoutMemoryHeadroom(t *testing.T) {
 	updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 2 })
 	eventually(t, time.Minute, "scale-in held for memory", func() error {
 		vc := getCluster(t, key)
-		p := meta.FindStatusCondition(vc.Status.Conditions, controller.CondProgressing)
-		if p == nil || p.Reason != controller.ReasonInsufficientMemory {
+		p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing)
+		if p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory {
 			return fmt.Errorf("conditions %v", conditionSummary(vc))
 		}
 		if !strings.Contains(p.Message, "remaining primaries would hold") || !strings.Contains(p.Message, "MiB of maxmemory") {
@@ -41,7 +40,7 @@ func TestScaleInHeldWithoutMemoryHeadroom(t *testing.T) {
 		}
 		return nil
 	})
-	assertEvent(t, key, controller.ReasonInsufficientMemory, "the 2 remaining primaries would hold")
+	assertEvent(t, key, valkeyv1.ReasonInsufficientMemory, "the 2 remaining primaries would hold")
 	for _, sh := range getCluster(t, key).Status.ShardStatuses {
 		if sh.SlotCount != slots[sh.Primary] {
 			t.Fatalf("slots moved while held: %s has %d, had %d", sh.Primary, sh.SlotCount, slots[sh.Primary])

@@ -226,3 +226,34 @@ func deleteAtEnd(t testing.TB, vc *valkeyv1.ValkeyCluster) {
 		_ = k8sClient.Delete(context.Background(), obj)
 	})
 }
+
+// waitReplicated waits until every replica has acknowledged everything its
+// primary had produced when the call began. Replication is asynchronous:
+// only writes a replica holds survive the loss of their primary, so a test
+// that kills a primary right after writing must first wait for this.
+func waitReplicated(t testing.TB, c valkey.Client) {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string]int64{}
+	eventually(t, time.Minute, "every replica caught up", func() error {
+		for addr, n := range c.Nodes() {
+			text, err := n.Do(ctx, n.B().Info().Section("replication").Build()).ToString()
+			if err != nil {
+				return fmt.Errorf("INFO on %s: %w", addr, err)
+			}
+			r, err := vk.ParseReplicationInfo(text)
+			if err != nil || !r.IsPrimary() {
+				continue
+			}
+			if _, ok := want[addr]; !ok {
+				want[addr] = r.ReplicationOffset
+			}
+			for _, rep := range r.Replicas {
+				if rep.Offset < want[addr] {
+					return fmt.Errorf("replica %s:%d of %s at offset %d, want %d", rep.IP, rep.Port, addr, rep.Offset, want[addr])
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -21,6 +21,7 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 	key := newPlainCluster(t, "restart", "cache", 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
+	waitReplicated(t, c)
 
 	// waitMoving waits until at least n slot batches have moved, so the
 	// restart lands in the middle of the resharding.

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -82,7 +81,7 @@ func TestRollingReplacement(t *testing.T) {
 			t.Fatalf("state never Updating during %s", step.what)
 		}
 		for _, change := range []string{"Active -> Updating: ", "Updating -> Active: "} {
-			if countEvents(t, key, controller.ReasonStateChanged, change) == 0 {
+			if countEvents(t, key, valkeyv1.ReasonStateChanged, change) == 0 {
 				t.Fatalf("no StateChanged Event %q", change)
 			}
 		}

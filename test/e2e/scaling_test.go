@@ -15,15 +15,16 @@ import (
 
 // Valkey 8 has no atomic slot migration: shard scaling moves the slots with
 // SETSLOT and MIGRATE, key by key, while a client keeps writing and reading.
-// Out 3 -> 5, then in 5 -> 2: every slot served, evenly, by exactly the
-// asked-for nodes, and every write the client saw acknowledged is there.
+// With a replica per shard, out 3 -> 6, then in 6 -> 2: every slot
+// served, evenly, by exactly the asked-for nodes, and every write the
+// client saw acknowledged is there.
 func TestClassicShardScaling(t *testing.T) {
 	t.Parallel()
-	key := newPlainCluster(t, "scale8", "cache", 3, 0)
+	key := newPlainCluster(t, "scale8", "cache", 3, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 3000)
 
-	scaleShardsUnderLoad(t, key, c, before, 0, 3, 5, 2)
+	scaleShardsUnderLoad(t, key, c, before, 1, 3, 6, 2)
 }
 
 // scaleShardsUnderLoad edits spec.shards through each count in turn while a

@@ -26,6 +26,7 @@ func TestStalledPrimaryIsNotForgotten(t *testing.T) {
 	key := newPlainCluster(t, "stall", "cache", 3, 0)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
+	waitReplicated(t, c)
 
 	for i, stall := range []time.Duration{2 * nodeTimeout, 6 * nodeTimeout} {
 		t.Run(fmt.Sprintf("stalled for %s", stall), func(t *testing.T) {

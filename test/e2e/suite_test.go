@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -44,8 +45,19 @@ var (
 	stopOperator func()
 )
 
+// testSampleInterval is the operator's sampling period in these tests:
+// seconds instead of the shipped 30 s keep the autoscaling tests short.
+const testSampleInterval = 2 * time.Second
+
 // startOperator runs the operator in this process, as its Deployment would.
 func startOperator(ctx context.Context) (stop func(), err error) {
+	return startOperatorWith(ctx, nil)
+}
+
+// startOperatorWith is startOperator with the operator's API client
+// configuration adjusted by tweak first (a rate limit, say); nil leaves it
+// as the suite runs it.
+func startOperatorWith(ctx context.Context, tweak func(*rest.Config)) (stop func(), err error) {
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		return nil, err
@@ -57,8 +69,17 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 	opts.ErrorBackoffMax = 5 * time.Second
 	// Autoscaling decides on samples; seconds instead of the default 30 s
 	// keep its test short.
-	opts.SampleInterval = 2 * time.Second
-	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
+	opts.SampleInterval = testSampleInterval
+	opts.MeteringInterval = 2 * time.Second
+	// As the shipped binary's config: no client-side rate limit (the
+	// apiserver's priority and fairness governs), where client-go's default
+	// of 5 requests a second would throttle every large cluster.
+	cfg := rest.CopyConfig(operatorConfig)
+	cfg.QPS = -1
+	if tweak != nil {
+		tweak(cfg)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Cache:   controller.CacheOptions(opts),
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -94,9 +115,16 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 // which knows nothing but what the API and Valkey hold.
 func restartOperator(t testing.TB) {
 	t.Helper()
+	restartOperatorWith(t, nil)
+}
+
+// restartOperatorWith restarts the operator with its API client
+// configuration adjusted by tweak (see startOperatorWith).
+func restartOperatorWith(t testing.TB, tweak func(*rest.Config)) {
+	t.Helper()
 	stopOperator()
 	var err error
-	if stopOperator, err = startOperator(context.Background()); err != nil {
+	if stopOperator, err = startOperatorWith(context.Background(), tweak); err != nil {
 		t.Fatalf("restarting the operator: %v", err)
 	}
 }
@@ -153,6 +181,11 @@ func run(m *testing.M) int {
 	// Tests read around the operator's cache, so they see what the
 	// apiserver has, not what the operator has noticed.
 	if k8sClient, err = client.New(local.ControlPlane.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The operator's own namespace, where it keeps the metering records.
+	if err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

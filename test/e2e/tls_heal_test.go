@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
@@ -24,6 +23,7 @@ func TestTLSInvalidSecretStillHeals(t *testing.T) {
 	f := newTLSCluster(t, "tls-heal", ca, 2, 1)
 	c := clusterClient(t, f.service(), ca.CertPEM)
 	before := writeKeys(t, c, "heal", 500)
+	waitReplicated(t, c)
 	good := testcerts.Secret(f.secret, f.ns, f.leaf)
 
 	applySecret(t, f.ns, f.secret, nil)
@@ -40,8 +40,8 @@ func TestTLSInvalidSecretStillHeals(t *testing.T) {
 	checkKeys(t, c, before)
 	eventually(t, time.Minute, "the replacement replica held for the Secret", func() error {
 		vc := f.cluster()
-		p := meta.FindStatusCondition(vc.Status.Conditions, controller.CondProgressing)
-		if vc.Status.State != valkeyv1.StateInvalid || p == nil || p.Reason != controller.ReasonHeldForTLS {
+		p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing)
+		if vc.Status.State != valkeyv1.StateInvalid || p == nil || p.Reason != valkeyv1.ReasonHeldForTLS {
 			return fmt.Errorf("state %s, conditions %v", vc.Status.State, conditionSummary(vc))
 		}
 		return nil
@@ -58,7 +58,7 @@ func TestTLSInvalidSecretStillHeals(t *testing.T) {
 				return fmt.Errorf("shards %+v", vc.Status.ShardStatuses)
 			}
 		}
-		if p := meta.FindStatusCondition(vc.Status.Conditions, controller.CondProgressing); p == nil || p.Status != "False" {
+		if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); p == nil || p.Status != "False" {
 			return fmt.Errorf("conditions %v", conditionSummary(vc))
 		}
 		return nil

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
@@ -101,7 +100,7 @@ func TestTLSInvalidSecretOnActiveCluster(t *testing.T) {
 				if vc.Status.State != valkeyv1.StateInvalid || vc.Status.Message != tc.message {
 					return fmt.Errorf("state %s, message %q", vc.Status.State, vc.Status.Message)
 				}
-				cond := meta.FindStatusCondition(vc.Status.Conditions, controller.CondTLSValid)
+				cond := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondTLSValid)
 				if cond == nil || cond.Status != metav1.ConditionFalse || cond.Message != tc.message {
 					return fmt.Errorf("TLSValid %+v", cond)
 				}

@@ -455,9 +455,9 @@ func TestTLSLeafRotationInPlace(t *testing.T) {
 		t.Fatalf("cluster left Active during the rotation: %v", bad)
 	}
 
-	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent,
+	f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent,
 		fmt.Sprintf("all 2 nodes serve the certificate in Secret %q", f.secret), 10*time.Second)
-	f.waitEvent(corev1.EventTypeNormal, controller.ReasonRotationComplete, tlssecret.Fingerprint(next.Cert.Raw)[:16], 10*time.Second)
+	f.waitEvent(corev1.EventTypeNormal, valkeyv1.ReasonRotationComplete, tlssecret.Fingerprint(next.Cert.Raw)[:16], 10*time.Second)
 	if s := f.cluster().Status.TLS; s == nil || s.NodesServingCurrent != 2 || s.NodesTotal != 2 {
 		t.Fatalf("status.tls = %+v, want 2 of 2 nodes serving", s)
 	}
@@ -496,7 +496,7 @@ func TestTLSCARotationWithBundle(t *testing.T) {
 	at := f.waitServing(both, next, 2*time.Minute)
 	t.Logf("step 1 (bundle and new leaf) on every node after %s", at.Sub(start).Round(time.Millisecond))
 	// Step 2: wait until the operator confirms every node.
-	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+	f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent, "", time.Minute)
 
 	// Step 3: the new CA alone. No handshake shows a node's CA bundle, so
 	// that the nodes load it is seen in the reload count.
@@ -507,7 +507,7 @@ func TestTLSCARotationWithBundle(t *testing.T) {
 		if n := f.reloads("success"); n < reloaded+2 {
 			return fmt.Errorf("%v reloads since step 3", n-reloaded)
 		}
-		c := meta.FindStatusCondition(f.cluster().Status.Conditions, controller.CondCertificatesServed)
+		c := meta.FindStatusCondition(f.cluster().Status.Conditions, valkeyv1.CondCertificatesServed)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("CertificatesServed %v", c)
 		}
@@ -541,7 +541,7 @@ func TestTLSCARotationWithoutBundle(t *testing.T) {
 	c := clusterClient(t, f.service(), testcerts.Bundle(oldCA, newCA))
 	data := writeKeys(t, c, "nobundle", 100)
 	before := f.podSnapshot()
-	conditions := f.watchCondition(controller.CondCertificatesServed)
+	conditions := f.watchCondition(valkeyv1.CondCertificatesServed)
 
 	next := testcerts.Leaf(newCA, f.name, f.ns, clusterDomain)
 	f.rotate(next, newCA.CertPEM)
@@ -549,7 +549,7 @@ func TestTLSCARotationWithoutBundle(t *testing.T) {
 	f.waitEvent(corev1.EventTypeWarning, tlssecret.ReasonServedCertNotTrusted, want, 30*time.Second)
 
 	f.waitServing(newCA.CertPEM, next, 2*time.Minute)
-	f.waitCondition(controller.CondCertificatesServed, metav1.ConditionTrue, controller.ReasonServingCurrent, "", time.Minute)
+	f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent, "", time.Minute)
 	seen := conditions()
 	found := false
 	for _, c := range seen {
@@ -580,7 +580,7 @@ func TestTLSCertificateExpiry(t *testing.T) {
 	expired := testcerts.Leaf(ca, f.name, f.ns, clusterDomain, testcerts.WithValidity(now.AddDate(0, 0, -30), now.Add(-time.Hour)))
 	f.rotate(expired, ca.CertPEM)
 	msg := tlssecret.ExpiredMessage(f.secret, expired.Cert.NotAfter)
-	f.waitCondition(controller.CondCertificateExpiringSoon, metav1.ConditionTrue, tlssecret.ReasonCertificateExpiringSoon, msg, 30*time.Second)
+	f.waitCondition(valkeyv1.CondCertificateExpiringSoon, metav1.ConditionTrue, tlssecret.ReasonCertificateExpiringSoon, msg, 30*time.Second)
 	f.waitEvent(corev1.EventTypeWarning, tlssecret.ReasonCertificateExpired, msg, 10*time.Second)
 	// The nodes serve it, so a client that verifies the certificate fails.
 	eventually(t, time.Minute, "nodes to serve the expired certificate", func() error {
@@ -596,11 +596,11 @@ func TestTLSCertificateExpiry(t *testing.T) {
 	// ... and it is still managed normally: the operator reaches every node.
 	eventually(t, 30*time.Second, "the operator to manage the cluster with an expired certificate", func() error {
 		vc := f.cluster()
-		ready := apimeta.FindStatusCondition(vc.Status.Conditions, controller.CondReady)
-		degraded := apimeta.FindStatusCondition(vc.Status.Conditions, controller.CondDegraded)
-		progressing := apimeta.FindStatusCondition(vc.Status.Conditions, controller.CondProgressing)
+		ready := apimeta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondReady)
+		degraded := apimeta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondDegraded)
+		progressing := apimeta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing)
 		if ready == nil || ready.Status != metav1.ConditionTrue || degraded == nil || degraded.Status != metav1.ConditionFalse ||
-			progressing == nil || progressing.Reason == controller.ReasonUnreachable {
+			progressing == nil || progressing.Reason == valkeyv1.ReasonUnreachable {
 			return fmt.Errorf("conditions %v", conditionSummary(vc))
 		}
 		return nil
@@ -608,7 +608,7 @@ func TestTLSCertificateExpiry(t *testing.T) {
 
 	soon := testcerts.Leaf(ca, f.name, f.ns, clusterDomain, testcerts.WithValidity(now.Add(-time.Hour), now.AddDate(0, 0, 10)))
 	f.rotate(soon, ca.CertPEM)
-	f.waitCondition(controller.CondCertificateExpiringSoon, metav1.ConditionTrue, tlssecret.ReasonCertificateExpiringSoon,
+	f.waitCondition(valkeyv1.CondCertificateExpiringSoon, metav1.ConditionTrue, tlssecret.ReasonCertificateExpiringSoon,
 		tlssecret.ExpiringSoonMessage(f.secret, soon.Cert.NotAfter), 30*time.Second)
 	// The operator reaches nodes serving an expired certificate to reload
 	// them: a rotation is how expiry gets fixed.
@@ -616,7 +616,7 @@ func TestTLSCertificateExpiry(t *testing.T) {
 
 	fresh := testcerts.Leaf(ca, f.name, f.ns, clusterDomain)
 	f.rotate(fresh, ca.CertPEM)
-	f.waitCondition(controller.CondCertificateExpiringSoon, metav1.ConditionFalse, controller.ReasonNotExpiring, "", 30*time.Second)
+	f.waitCondition(valkeyv1.CondCertificateExpiringSoon, metav1.ConditionFalse, valkeyv1.ReasonNotExpiring, "", 30*time.Second)
 	f.waitServing(ca.CertPEM, fresh, 2*time.Minute)
 	if bad := states(); len(bad) > 0 {
 		t.Fatalf("cluster left Active: %v", bad)

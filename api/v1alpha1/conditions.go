@@ -1,0 +1,167 @@
+package v1alpha1
+
+// Condition types and reasons on ValkeyCluster and ValkeyNode status, and the
+// reasons of the Events that go with them: the one place that names them.
+// They are API: clients and alerts match on them, so a value never changes
+// once released. docs/troubleshooting.md explains each.
+
+// Condition types on ValkeyCluster status.
+const (
+	// CondReady is True when the cluster is Active and serving every slot.
+	CondReady = "Ready"
+	// CondProgressing is True while bootstrap, a roll, a scale or recovery is under way.
+	CondProgressing = "Progressing"
+	// CondDegraded is True when a shard lacks a healthy primary or replicas.
+	CondDegraded = "Degraded"
+	// CondTLSValid reports the TLS Secret validation (TLS clusters only).
+	CondTLSValid = "TLSValid"
+	// CondCertificateExpiringSoon is True within 30 days of the leaf's notAfter.
+	CondCertificateExpiringSoon = "CertificateExpiringSoon"
+	// CondReferencesResolved reports the config chain, image and roles.
+	CondReferencesResolved = "ReferencesResolved"
+	// CondDefaultUserOpen warns that the default user is open (no ACL bindings).
+	CondDefaultUserOpen = "DefaultUserOpen"
+	// CondCertificatesServed reports whether every node serves the Secret's certificate.
+	CondCertificatesServed = "CertificatesServed"
+	// CondACLApplied reports whether every node loaded the rendered ACL file.
+	CondACLApplied = "ACLApplied"
+	// CondPaused is True while the paused annotation holds the planner's
+	// actions.
+	CondPaused = "Paused"
+	// CondAutoscaling is present while spec.autoscaling is set: True when
+	// every configured trigger can be measured, False naming those that
+	// cannot.
+	CondAutoscaling = "Autoscaling"
+	// CondContainersHealthy reports whether every node's container runs, or
+	// is on its way to: a pull that fails, a process that exits or is
+	// OOM-killed is otherwise only visible on a pod that the operator soon
+	// replaces.
+	CondContainersHealthy = "ContainersHealthy"
+	// CondDataLost is True once a shard has been recreated empty: its
+	// primary was lost with no replica to take over, so the keys of its
+	// slots are gone. It is a record rather than a state: it stays True, its
+	// message naming the last loss, so that a loss over a weekend is still
+	// visible on Monday.
+	CondDataLost = "DataLost"
+)
+
+// Reasons of the Autoscaling condition and the autoscaler's Events.
+const (
+	// ReasonAutoscalingActive: the shard count follows
+	// status.autoscaling.desiredShards; spec.shards is ignored.
+	ReasonAutoscalingActive = "AutoscalingActive"
+	// ReasonTriggerUnusable: a percentage trigger has no denominator on
+	// some node (no CPU limit; neither maxmemory nor a memory limit).
+	ReasonTriggerUnusable = "TriggerUnusable"
+	// ReasonScaleOut and ReasonScaleIn are the Events of a decision.
+	ReasonScaleOut = "ScaleOut"
+	ReasonScaleIn  = "ScaleIn"
+	// ReasonScaleInRefused: the thresholds allowed a scale-in but the
+	// remaining primaries would lack memory for the keys they would receive.
+	ReasonScaleInRefused = "ScaleInRefused"
+	// ReasonSpecShardsIgnored: spec.shards changed (kubectl scale) while
+	// spec.autoscaling is set.
+	ReasonSpecShardsIgnored = "SpecShardsIgnored"
+)
+
+// Reasons used with the conditions above and as Event reasons.
+const (
+	ReasonFormed             = "ClusterFormed"
+	ReasonBootstrapping      = "Bootstrapping"
+	ReasonInvalid            = "Invalid"
+	ReasonConverged          = "Converged"
+	ReasonWaiting            = "Waiting"
+	ReasonHealthy            = "Healthy"
+	ReasonValid              = "Valid"
+	ReasonResolved           = "Resolved"
+	ReasonNotExpiring        = "NotExpiring"
+	ReasonNoBindings         = "NoBindings"
+	ReasonBindingsPresent    = "BindingsPresent"
+	ReasonUnreachable        = "NodeUnreachable"
+	ReasonActionFailed       = "ActionFailed"
+	ReasonRotationComplete   = "RotationComplete"
+	ReasonRotationInProgress = "RotationInProgress"
+	ReasonReloadFailed       = "ReloadFailed"
+	// ReasonStateChanged is the Event reason of a status.state transition.
+	ReasonStateChanged = "StateChanged"
+	// Reasons about the operator's own credentials ({cluster}-operator-auth):
+	// deleted and kept for a restore, restored, or gone past the finalizer.
+	ReasonCredentialsDeleted  = "CredentialsDeleted"
+	ReasonCredentialsRestored = "CredentialsRestored"
+	ReasonCredentialsLost     = "CredentialsLost"
+	// ReasonMeteringReleased is the Event of a released metering record.
+	ReasonMeteringReleased = "Released"
+	// ReasonReleaseRequired: a metering record was deleted without the
+	// release annotation; the deletion waits for it.
+	ReasonReleaseRequired = "ReleaseRequired"
+	// Reasons of the pods' synced readiness gate (ConditionSynced).
+	ReasonSynced    = "Synced"
+	ReasonSyncing   = "InitialSync"
+	ReasonLinkDown  = "ReplicationLinkDown"
+	ReasonNoPrimary = "NoPrimary"
+	// ReasonPaused and ReasonResumed: the paused annotation was set or
+	// removed (Paused condition and Events).
+	ReasonPaused  = "Paused"
+	ReasonResumed = "Resumed"
+	// ReasonNotPaused: the Paused condition when the annotation is absent.
+	ReasonNotPaused = "NotPaused"
+)
+
+// Reasons of the Progressing and Degraded conditions when the cluster waits
+// on something outside the operator; otherwise those carry the action kind.
+const (
+	ReasonPodUnschedulable     = "PodUnschedulable"
+	ReasonPodPending           = "PodPending"
+	ReasonAwaitingAutoFailover = "AwaitingAutoFailover"
+	ReasonFailoverInProgress   = "FailoverInProgress"
+	ReasonReplicaSyncing       = "ReplicaSyncing"
+	ReasonPodStopping          = "PodStopping"
+	ReasonPrimaryStalled       = "PrimaryStalled"
+	ReasonHeldForTLS           = "HeldForTLS"
+	ReasonInsufficientMemory   = "InsufficientMemory"
+	// ReasonReplacementBackoff: new nodes are held back after repeated
+	// container failures (ContainersHealthy, and Progressing while it holds).
+	ReasonReplacementBackoff = "ReplacementBackoff"
+)
+
+// Reasons of the CertificatesServed condition beyond those above.
+const (
+	// ReasonServingCurrent: every node serves the Secret's certificate.
+	ReasonServingCurrent = "ServingCurrent"
+)
+
+// Reasons of the ACLApplied condition beyond those above.
+const (
+	// ReasonACLCurrent: every node's ACL LIST matches the rendered file.
+	ReasonACLCurrent = "ACLCurrent"
+	// ReasonACLRejected: a node's ACL LOAD failed; it keeps its previous rules.
+	ReasonACLRejected = "ACLRejected"
+	// ReasonACLPending: a node loaded its mounted file, which is not the
+	// rendered one yet.
+	ReasonACLPending = "ACLPending"
+	// ReasonACLLoadUnsafe: a replica runs a Valkey release that crashes on
+	// ACL LOAD and refused the per-user update (its file lacks the grants).
+	ReasonACLLoadUnsafe = "ACLLoadUnsafe"
+)
+
+// Reasons of ContainersHealthy beyond ReasonReplacementBackoff. A waiting
+// container keeps the kubelet's own reason (ErrImagePull, ImagePullBackOff,
+// CrashLoopBackOff, ...), which is what a reader searches for; an exited
+// one is OOMKilled or ContainerExited.
+const (
+	ReasonContainersRunning = "ContainersRunning"
+	ReasonContainerExited   = "ContainerExited"
+	ReasonOOMKilled         = "OOMKilled"
+)
+
+// ReasonPrimaryLostNoReplica is the reason of CondDataLost and of the
+// Warning Event that goes with it.
+const ReasonPrimaryLostNoReplica = "PrimaryLostNoReplica"
+
+// CondPodCreated records on a ValkeyNode, with reason ReasonPodCreated, that
+// its pod was created, so a dead pod is never recreated: a node whose pod is
+// gone is replaced by a new node.
+const (
+	CondPodCreated   = "PodCreated"
+	ReasonPodCreated = "Created"
+)

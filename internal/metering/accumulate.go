@@ -1,0 +1,55 @@
+package metering
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// byteMillisPerMBs is one megabyte-second (10^6 bytes for 1000 ms).
+const byteMillisPerMBs = 1_000_000_000
+
+// Meter is a record's running state.
+type Meter struct {
+	// MegabyteSeconds is the whole part of the accumulator and
+	// RemainderByteMillis what is left below one megabyte-second, so that
+	// sampling often or rarely bills exactly the same.
+	MegabyteSeconds     int64
+	RemainderByteMillis int64
+	// Last is when it was last advanced, zero before the first sample.
+	Last time.Time
+	// ProvisionedBytes is what the time since Last is billed at.
+	ProvisionedBytes int64
+}
+
+// Advance bills the time since the last sample, in whole milliseconds, at
+// the figure that held during it, then makes provisioned the figure from
+// now on. The first sample only starts the clock; a clock that went
+// backwards bills nothing and keeps the later time.
+func (m Meter) Advance(now time.Time, provisioned int64) Meter {
+	if !m.Last.IsZero() && now.After(m.Last) {
+		ms := now.Sub(m.Last).Milliseconds()
+		hi, lo := bits.Mul64(uint64(max(m.ProvisionedBytes, 0)), uint64(ms))
+		lo, carry := bits.Add64(lo, uint64(m.RemainderByteMillis), 0)
+		hi += carry
+		q, r := bits.Div64(hi, lo, byteMillisPerMBs)
+		m.MegabyteSeconds += int64(q)
+		m.RemainderByteMillis = int64(r)
+		// Only whole milliseconds were billed: the rest stays for next time.
+		m.Last = m.Last.Add(time.Duration(ms) * time.Millisecond)
+	}
+	if m.Last.IsZero() {
+		m.Last = now
+	}
+	m.ProvisionedBytes = provisioned
+	return m
+}
+
+// GBHours formats megabyte-seconds as gigabyte-hours, truncated to six
+// decimals.
+func GBHours(megabyteSeconds int64) string {
+	// 1 GB-hour = 1000 MB x 3600 s.
+	const unit = 3_600_000
+	whole, frac := megabyteSeconds/unit, megabyteSeconds%unit
+	return fmt.Sprintf("%d.%06d", whole, frac*1_000_000/unit)
+}

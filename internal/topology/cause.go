@@ -1,0 +1,80 @@
+package topology
+
+import "strconv"
+
+// WaitCause says what a Wait is held up by when it is something a reader
+// can act on, or should expect to clear by itself. The reconciler turns it
+// into a condition reason, so rewording a Wait's Reason never changes what
+// status shows. The other waits are steps of a procedure that pass by
+// themselves and carry CauseNone.
+type WaitCause int
+
+const (
+	// CauseNone: a step of a procedure; not a named wait.
+	CauseNone WaitCause = iota
+	// CausePodUnschedulable: the scheduler cannot place a node's pod.
+	CausePodUnschedulable
+	// CausePodPending: a node's pod exists, or is about to, but does not
+	// run yet.
+	CausePodPending
+	// CauseNodeSilent: a node's pod runs but the node does not answer.
+	CauseNodeSilent
+	// CausePodStopping: a pod is being deleted and its process has not
+	// exited yet.
+	CausePodStopping
+	// CauseAutoFailover: a primary is down and Valkey is expected to
+	// promote its replica.
+	CauseAutoFailover
+	// CauseFailoverInFlight: a requested CLUSTER FAILOVER has not flipped
+	// the roles yet.
+	CauseFailoverInFlight
+	// CauseReplicaSyncing: a replica in its place is still loading its
+	// primary's data.
+	CauseReplicaSyncing
+	// CausePrimaryStalled: peers flag a primary FAIL while its process
+	// runs and answers.
+	CausePrimaryStalled
+	// CauseScaleInNoHeadroom: a scale-in would leave the remaining
+	// primaries too full.
+	CauseScaleInNoHeadroom
+	// CauseHeldForTLS: the reconciler holds the planned change while the
+	// cluster's TLS Secret is invalid.
+	CauseHeldForTLS
+	// CauseReplacementBackoff: the reconciler holds node creations after
+	// repeated container failures.
+	CauseReplacementBackoff
+
+	causeEnd
+)
+
+var causeNames = [causeEnd]string{
+	CauseNone:               "None",
+	CausePodUnschedulable:   "PodUnschedulable",
+	CausePodPending:         "PodPending",
+	CauseNodeSilent:         "NodeSilent",
+	CausePodStopping:        "PodStopping",
+	CauseAutoFailover:       "AutoFailover",
+	CauseFailoverInFlight:   "FailoverInFlight",
+	CauseReplicaSyncing:     "ReplicaSyncing",
+	CausePrimaryStalled:     "PrimaryStalled",
+	CauseScaleInNoHeadroom:  "ScaleInNoHeadroom",
+	CauseHeldForTLS:         "HeldForTLS",
+	CauseReplacementBackoff: "ReplacementBackoff",
+}
+
+// WaitCauses lists every cause a Wait can carry, CauseNone aside, so a
+// mapping of causes can be checked for completeness.
+func WaitCauses() []WaitCause {
+	out := make([]WaitCause, 0, causeEnd-1)
+	for c := CauseNone + 1; c < causeEnd; c++ {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (c WaitCause) String() string {
+	if c < 0 || c >= causeEnd || causeNames[c] == "" {
+		return "WaitCause(" + strconv.Itoa(int(c)) + ")"
+	}
+	return causeNames[c]
+}

@@ -1,0 +1,120 @@
+package topology
+
+import (
+	"testing"
+	"time"
+)
+
+// stopping marks name's pod as being deleted: the process still serves but
+// the operator no longer asks it, so only its peers' views speak for it.
+func stopping(ms []Member, name string) {
+	m := member(ms, name)
+	m.Pod.Phase, m.View = PodStopping, nil
+}
+
+func TestStoppingPrimaryHandsOver(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	handOver := func(replica, primary string) string {
+		return "Failover node=" + replica + " mode=default (" + ReasonHandOver + ": " + replica + " takes over from " + primary + ")"
+	}
+	tests := []struct {
+		name  string
+		setup func(ms []Member)
+		want  string
+	}{
+		{"a stopping primary hands over to its synced replica",
+			func(ms []Member) { stopping(ms, "n1") },
+			handOver("n4", "n1")},
+		{"every stopping primary in one wave",
+			func(ms []Member) { stopping(ms, "n1"); stopping(ms, "n3") },
+			handOver("n4", "n1") + "; " + handOver("n6", "n3")},
+		{"never onto a replica still loading the primary's data",
+			func(ms []Member) { stopping(ms, "n1"); member(ms, "n4").View.SyncDone = false },
+			"Wait (" + ReasonPodStopping + ": n1)"},
+		{"never onto a replica whose link is down",
+			func(ms []Member) { stopping(ms, "n1"); member(ms, "n4").View.LinkUp = false },
+			"Wait (" + ReasonPodStopping + ": n1)"},
+		{"a primary its peers flag as failed is no hand-over: it is not serving",
+			func(ms []Member) {
+				stopping(ms, "n1")
+				for i := range ms {
+					if v := ms[i].View; v != nil {
+						for j := range v.Peers {
+							if v.Peers[j].ID == id("n1") {
+								v.Peers[j].Fail = true
+							}
+						}
+					}
+				}
+			},
+			"Wait (" + ReasonWaitAutoFailover + ": n1)"},
+		{"one request per primary: held while the first one flips roles",
+			func(ms []Member) { stopping(ms, "n1"); member(ms, "n4").FailoverRequested = now.Add(-time.Second) },
+			"Wait (" + ReasonFailoverInFlight + ": n4 takes over from n1)"},
+		{"a stopping replica needs nothing from the planner yet",
+			func(ms []Member) { stopping(ms, "n4") },
+			"Wait (" + ReasonPodStopping + ": n4)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := formed3()
+			tt.setup(ms)
+			got := Plan(Input{Shards: 3, ReplicasPerShard: 1, Members: ms, Now: now})
+			if got.String() != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// A replica that kept a finished move's MIGRATING or IMPORTING state gets
+// it cleared by the move re-run between the slots' current ends, whichever
+// end owns them keeping them.
+func TestReplicaSlotStateIsCleared(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(ms []Member)
+		want  string
+	}{
+		{"a source's replica still migrating slots the target owns",
+			func(ms []Member) {
+				member(ms, "n4").View.Migrating = map[int]string{5000: id("n2"), 5001: id("n2")}
+				for _, name := range []string{"n1", "n2", "n3", "n5", "n6"} {
+					v := member(ms, name).View
+					for i := range v.Peers {
+						switch v.Peers[i].ID {
+						case id("n1"):
+							v.Peers[i].Slots = []SlotRange{{0, 4999}, {5002, 5461}}
+						case id("n2"):
+							v.Peers[i].Slots = []SlotRange{{5000, 5001}, {5462, 10922}}
+						}
+					}
+				}
+				member(ms, "n1").View.Slots = []SlotRange{{0, 4999}, {5002, 5461}}
+				member(ms, "n2").View.Slots = []SlotRange{{5000, 5001}, {5462, 10922}}
+			},
+			"MigrateSlots n1->n2 slots=5000-5001 method=classic (" + ReasonReplicaSlotState + ": n4: n1 -> n2 slots 5000-5001 by SETSLOT and MIGRATE)"},
+		{"an aborted move: the source still owns the slot and keeps it",
+			func(ms []Member) { member(ms, "n4").View.Migrating = map[int]string{100: id("n2")} },
+			"MigrateSlots n2->n1 slots=100 method=classic (" + ReasonReplicaSlotState + ": n4: n2 -> n1 slots 100 by SETSLOT and MIGRATE)"},
+		{"a target's replica still importing",
+			func(ms []Member) { member(ms, "n5").View.Importing = map[int]string{6000: id("n1")} },
+			"MigrateSlots n1->n2 slots=6000 method=classic (" + ReasonReplicaSlotState + ": n5: n1 -> n2 slots 6000 by SETSLOT and MIGRATE)"},
+		{"the primary still has the state: its move is resumed, not the replica's",
+			func(ms []Member) {
+				member(ms, "n1").View.Migrating = map[int]string{100: id("n2")}
+				member(ms, "n4").View.Migrating = map[int]string{100: id("n2")}
+			},
+			"MigrateSlots n1->n2 slots=100 method=classic (resuming interrupted slot migration: n1 -> n2 slots 100 by SETSLOT and MIGRATE)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := formed3()
+			tt.setup(ms)
+			got := Plan(Input{Shards: 3, ReplicasPerShard: 1, Members: ms})
+			if got.String() != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,164 @@
+package topology
+
+import "fmt"
+
+// bootstrap forms a new cluster, each phase in one wave: create every node,
+// introduce every node to one seed, give every shard its slots, attach every
+// replica, mark every synced node Active.
+func (w *world) bootstrap() ([]Action, bool) {
+	S, R := w.in.Shards, w.in.ReplicasPerShard
+	counts := make([]int, S)
+	total := 0
+	for _, n := range w.nodes {
+		if n.ShardIndex < S && !n.leaving() && !n.dead() {
+			counts[n.ShardIndex]++
+			total++
+		}
+	}
+	if total < S*(1+R) {
+		// Round by round over the shards, so names and pods spread the same
+		// way whichever part of the wave lands first.
+		var creates []Action
+		for round := range 1 + R {
+			for i := range S {
+				if counts[i] > round {
+					continue
+				}
+				total++
+				creates = append(creates, Action{Kind: KindCreateNode, Tier: TierBootstrap, Reason: "creating node",
+					Detail:     fmt.Sprintf("%d of %d", total, S*(1+R)),
+					CreateNode: &CreateNode{ShardIndex: i, JoinType: JoinNone}})
+			}
+		}
+		return creates, true
+	}
+	members := w.bootstrapMembers()
+	for _, n := range members {
+		if !n.live() || n.Pod.IP == "" {
+			return []Action{waitForPod(TierBootstrap, n)}, true
+		}
+	}
+	if meets := w.meetAll(TierBootstrap, members); len(meets) > 0 {
+		return meets, true
+	}
+	for _, n := range members {
+		if !w.met(n) {
+			return []Action{wait(TierBootstrap, "waiting for nodes to learn each other", n.Name)}, true
+		}
+	}
+	if !w.slotsAgree() {
+		return []Action{wait(TierBootstrap, "waiting for nodes to agree on assigned slots", "")}, true
+	}
+	plan := EvenPlan(S)
+	primaries := make([]*node, S)
+	var adds []Action
+	for i := range S {
+		p := w.designated(i)
+		if p == nil {
+			return []Action{wait(TierBootstrap, "no primary candidate in shard", fmt.Sprint(i))}, true
+		}
+		primaries[i] = p
+		missing := rangesOf(func(s int) bool {
+			return s >= plan[i].Start && s <= plan[i].End && w.owner[s] == ""
+		})
+		if len(missing) > 0 {
+			adds = append(adds, Action{Kind: KindAddSlots, Tier: TierBootstrap, Reason: "assigning slots",
+				Detail:   fmt.Sprintf("shard %d", i),
+				AddSlots: &AddSlots{Node: p.Name, Ranges: missing}})
+		}
+	}
+	if len(adds) > 0 {
+		return adds, true
+	}
+	if un := w.unassigned(); len(un) > 0 {
+		return []Action{wait(TierBootstrap, "slots left unassigned", FormatRanges(un))}, true
+	}
+	var attach []Action
+	var notes noted
+	for _, n := range members {
+		p := primaries[n.ShardIndex]
+		if n == p || n.isReplicaOf(p.id) {
+			continue
+		}
+		if n.selfSlots() > 0 {
+			notes.add(wait(TierBootstrap, "node outside its shard holds slots", n.Name))
+			continue
+		}
+		attach = append(attach, replicate(TierBootstrap, n, p))
+	}
+	if len(attach) > 0 {
+		return attach, true
+	}
+	if a, ok := notes.get(); ok {
+		return []Action{a}, true
+	}
+	var activate []Action
+	for _, n := range members {
+		if !n.joining() {
+			continue
+		}
+		p := primaries[n.ShardIndex]
+		if n == p || (n.View.LinkUp && n.View.SyncDone) {
+			activate = append(activate, markActive(TierBootstrap, n))
+			continue
+		}
+		notes.add(wait(TierBootstrap, "waiting for initial sync", n.Name))
+	}
+	if len(activate) > 0 {
+		return activate, true
+	}
+	if a, ok := notes.get(); ok {
+		return []Action{a}, true
+	}
+	if ok, why := w.formed(); !ok {
+		return []Action{wait(TierBootstrap, "waiting for the cluster to agree", why)}, true
+	}
+	return []Action{done(ReasonFormed)}, true
+}
+
+// meetAll introduces every node of ns that has not started to know the
+// cluster to one seed, all in one wave: a MEET to a single seed is enough,
+// gossip spreads the rest. The seed itself is introduced by the others.
+func (w *world) meetAll(tier Tier, ns []*node) []Action {
+	seed := w.seedFor(nil)
+	if seed == nil {
+		return nil
+	}
+	var out []Action
+	for _, n := range ns {
+		if n == seed || w.met(n) || connected(n, seed) {
+			continue
+		}
+		out = append(out, meet(tier, n, seed))
+	}
+	return out
+}
+
+// bootstrapMembers are the nodes bootstrap builds the cluster from.
+func (w *world) bootstrapMembers() []*node {
+	var out []*node
+	for _, n := range w.nodes {
+		if n.ShardIndex < w.in.Shards && !n.leaving() && !n.dead() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// formed checks that the cluster has formed: every node sees a complete,
+// healthy cluster with one slot-holding primary per shard, each with its
+// replicas. When not, it says what is missing.
+func (w *world) formed() (bool, string) {
+	if !w.allAgree() {
+		return false, "not every node sees a complete, healthy cluster"
+	}
+	if len(w.holders) != w.in.Shards {
+		return false, fmt.Sprintf("%d slot-holding primaries, want %d", len(w.holders), w.in.Shards)
+	}
+	for _, id := range w.holders {
+		if r := len(w.replicasFollowing(id)); r < w.in.ReplicasPerShard {
+			return false, fmt.Sprintf("%s has %d replicas, want %d", w.label(id), r, w.in.ReplicasPerShard)
+		}
+	}
+	return true, ""
+}

@@ -1,0 +1,155 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+)
+
+// finishLeaving takes nodes marked Leaving (by scale-in, a roll or cleanup)
+// out of the cluster: hand the primary role away if needed, forget
+// everywhere, delete. Replicas go before primaries so a primary is never
+// forgotten by its own replica.
+func (w *world) finishLeaving() (Action, bool) {
+	var leaving []*node
+	for _, n := range w.nodes {
+		if n.leaving() && !n.dead() {
+			leaving = append(leaving, n)
+		}
+	}
+	slices.SortStableFunc(leaving, func(a, b *node) int {
+		return boolFirst(!a.isPrimary(), !b.isPrimary())
+	})
+	var notes noted
+	for _, n := range leaving {
+		tier := w.departureTier(n)
+		if n.selfSlots() > 0 {
+			var to *node
+			for _, r := range w.replicasFollowing(n.id) {
+				if !r.leaving() && !r.Outdated && w.healthy(r) && r.View.LinkUp && r.View.SyncDone {
+					to = r
+					break
+				}
+			}
+			if to == nil {
+				notes.add(wait(tier, "leaving node still holds slots", n.Name))
+				continue
+			}
+			return Action{Kind: KindFailover, Tier: tier, Reason: "moving the primary role off a leaving node",
+				Detail: fmt.Sprintf("%s replaces %s", to.Name, n.Name), Failover: &Failover{Node: to.Name, Mode: FailoverDefault}}, true
+		}
+		if n.id != "" && w.knownByTargets(n.id) {
+			return Action{Kind: KindForget, Tier: tier, Reason: "forgetting leaving node",
+				Detail: n.Name, Forget: &Forget{NodeID: n.id, On: w.forgetTargets(n.id)}}, true
+		}
+		if n.unknown() && n.id == "" {
+			notes.add(waitForPod(tier, n))
+			continue
+		}
+		return Action{Kind: KindDeleteNode, Tier: tier, Reason: "deleting departed node",
+			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
+	}
+	return notes.get()
+}
+
+// retireDrained marks the nodes of a shard emptied by scale-in Leaving, one
+// per tick, replicas first.
+func (w *world) retireDrained() (Action, bool) {
+	shards := w.liveShards()
+	if len(shards) <= w.in.Shards {
+		return Action{}, false
+	}
+	for i := len(shards) - 1; i >= 0; i-- {
+		idx := shards[i]
+		if w.slotsOf(idx) > 0 {
+			continue
+		}
+		members := w.shardMembers(idx)
+		if slices.ContainsFunc(members, func(n *node) bool { return n.selfSlots() > 0 }) {
+			continue
+		}
+		p := w.designated(idx)
+		victim := members[0]
+		for _, n := range members {
+			if n != p {
+				victim = n
+				break
+			}
+		}
+		return markLeaving(TierTopology, victim, "retiring drained shard"), true
+	}
+	return Action{}, false
+}
+
+// moves migrates slots towards the even distribution over the desired
+// number of shards; on scale-in this drains the smallest shard first. On
+// Valkey >= 9 one wave starts the whole rebalance, one CLUSTER MIGRATESLOTS
+// per source and target; the classic path moves one batch per source and
+// target pair, every pair at once.
+func (w *world) moves() ([]Action, bool) {
+	R := w.in.ReplicasPerShard
+	counts := map[int]int{}
+	primaries := map[int]*node{}
+	for _, idx := range w.liveShards() {
+		p := w.designated(idx)
+		if p == nil {
+			continue
+		}
+		primaries[idx] = p
+		counts[idx] = p.selfSlots()
+	}
+	targets := BalanceTargets(counts, w.in.Shards)
+	var list []ShardSlots
+	for idx, p := range primaries {
+		members := w.shardMembers(idx)
+		settled := !slices.ContainsFunc(members, (*node).joining)
+		list = append(list, ShardSlots{
+			Key:    idx,
+			Slots:  p.View.Slots,
+			Target: targets[idx],
+			CanReceive: w.healthy(p) && w.met(p) && settled &&
+				(counts[idx] > 0 || len(members) >= 1+R),
+		})
+	}
+	if a := scaleInHeadroom(primaries, targets); a != nil {
+		return []Action{*a}, true
+	}
+	const reason = "moving slots towards even distribution"
+	method := MigrationAtomic
+	if !w.in.AtomicMigration {
+		method = MigrationClassic
+	}
+	var out []Action
+	for _, t := range PlanTransfers(list) {
+		if method == MigrationClassic {
+			// Classic moves are driven slot by slot from here, so each
+			// pair moves one batch per wave and the plan is redone with
+			// what the nodes then report.
+			t.Slots = TopSlots(t.Slots, w.batch)
+		}
+		out = append(out, w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, method, reason))
+	}
+	return out, len(out) > 0
+}
+
+// addShards creates every missing node of every new shard in one wave.
+func (w *world) addShards() ([]Action, bool) {
+	shards := w.liveShards()
+	if len(shards) > w.in.Shards {
+		return nil, false
+	}
+	var out []Action
+	for _, idx := range shards {
+		if w.slotsOf(idx) > 0 {
+			continue
+		}
+		for c := len(w.shardMembers(idx)); c < 1+w.in.ReplicasPerShard; c++ {
+			out = append(out, createNode(TierTopology, idx, JoinShard, "adding shard"))
+		}
+	}
+	for _, idx := range w.freeIndices(w.in.Shards - len(shards)) {
+		for range 1 + w.in.ReplicasPerShard {
+			out = append(out, createNode(TierTopology, idx, JoinShard, "adding shard"))
+		}
+	}
+	return out, len(out) > 0
+}
