@@ -56,9 +56,7 @@ func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 		if err := r.Create(ctx, node); err != nil {
 			return fmt.Errorf("creating ValkeyNode %s: %w", name, err)
 		}
-		if err := r.awaitCached(ctx, node); err != nil {
-			return err
-		}
+		r.expected.expect(client.ObjectKeyFromObject(vc), name, time.Now())
 		log.Info("created node", "node", name, "shard", a.CreateNode.ShardIndex, "joinType", a.CreateNode.JoinType)
 	case topology.KindMeet:
 		err := onNode(a.Meet.Node, func(n *valkey.Node) error {
@@ -221,29 +219,6 @@ func (r *ClusterReconciler) recordFailover(ctx context.Context, n *valkeyv1.Valk
 		return fmt.Errorf("recording the failover request on node %s: %w", n.Name, err)
 	}
 	return nil
-}
-
-// awaitCached returns once the operator's cache holds a node it just
-// created. The next plan lists members from that cache: a node missing from
-// it would be planned again, and a wave creates many at once.
-func (r *ClusterReconciler) awaitCached(ctx context.Context, n *valkeyv1.ValkeyNode) error {
-	ctx, cancel := context.WithTimeout(ctx, cacheWait)
-	defer cancel()
-	for {
-		var got valkeyv1.ValkeyNode
-		err := r.Get(ctx, client.ObjectKeyFromObject(n), &got)
-		if err == nil {
-			return nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading back ValkeyNode %s: %w", n.Name, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("ValkeyNode %s created but not yet in the operator's cache: %w", n.Name, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 // newNodeName draws a fresh {cluster}-{5 hex} name not in use.

@@ -52,6 +52,8 @@ type ClusterReconciler struct {
 	// secrets watches the TLS Secrets clusters reference, which the cache
 	// does not hold; nil watches none.
 	secrets *secretWatches
+	// expected holds the nodes created and not yet in the cache.
+	expected nodeExpectations
 }
 
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
@@ -184,6 +186,11 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	o, err := r.listMembers(ctx, vc)
 	if err != nil {
 		return ctrlrt.Result{}, err
+	}
+	// A view without the nodes the last wave created would plan them again.
+	if missing := r.expected.unseen(ctrl.ObjectKeyFromObject(vc), o.has, time.Now()); len(missing) > 0 {
+		log.V(1).Info("waiting for created nodes to reach the cache", "nodes", missing)
+		return ctrlrt.Result{RequeueAfter: cacheRecheck}, nil
 	}
 	conn := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: passwords.Operator, dialer: r.Dialer}
 	if tls.Secret != nil || nodeCA != nil {

@@ -31,6 +31,12 @@ type observed struct {
 	unreachable map[string]error
 }
 
+// has reports whether the view holds node.
+func (o *observed) has(node string) bool {
+	_, ok := o.nodes[node]
+	return ok
+}
+
 // listMembers reads the cluster's ValkeyNodes and pods.
 func (r *ClusterReconciler) listMembers(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*observed, error) {
 	sel := client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}

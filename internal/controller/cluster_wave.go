@@ -17,10 +17,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// cacheWait bounds how long a created node may take to appear in the
-// operator's cache before the wave reports it as failed.
-const cacheWait = 10 * time.Second
-
 // actWave runs every action of a wave, at most Options.WaveConcurrency at
 // once, and waits for all of them: the actions are independent, so one
 // failing never stops the others. Each failure is counted, reported as a
