@@ -89,6 +89,11 @@ const (
 	ReasonCredentialsDeleted  = "CredentialsDeleted"
 	ReasonCredentialsRestored = "CredentialsRestored"
 	ReasonCredentialsLost     = "CredentialsLost"
+	// Events of a rotation of the operator's and the replication user's
+	// passwords (AnnotationRotateCredentials).
+	ReasonCredentialsRotationStarted = "CredentialsRotationStarted"
+	ReasonCredentialsSwitched        = "CredentialsSwitched"
+	ReasonCredentialsRotated         = "CredentialsRotated"
 	// ReasonMeteringReleased is the Event of a released metering record.
 	ReasonMeteringReleased = "Released"
 	// ReasonReleaseRequired: a metering record was deleted without the

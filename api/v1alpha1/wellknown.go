@@ -31,6 +31,17 @@ const (
 	// of its planner (status, TLS and ACL reloads keep running).
 	AnnotationPaused = "valkey.gomomento.com/paused"
 
+	// AnnotationRotateCredentials on a ValkeyCluster asks for new passwords
+	// of the operator's and the replication user: any value not yet served
+	// starts one rotation (a timestamp, say).
+	AnnotationRotateCredentials = "valkey.gomomento.com/rotate-credentials"
+	// AnnotationCredentialsRotated, on {cluster}-operator-auth, is the
+	// AnnotationRotateCredentials value whose rotation has completed.
+	AnnotationCredentialsRotated = "valkey.gomomento.com/credentials-rotated"
+	// AnnotationCredentialsSwitchedAt, on {cluster}-operator-auth, is when
+	// the rotation under way made the new passwords current (RFC 3339).
+	AnnotationCredentialsSwitchedAt = "valkey.gomomento.com/credentials-switched-at"
+
 	// ConditionSynced is the readiness gate of every Valkey pod: True once
 	// the node holds its shard's data (a primary, or a replica whose initial
 	// sync is done and whose link is up). The operator sets it; a pod is

@@ -226,6 +226,10 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	if err := r.ensureACLSecret(ctx, rc, users, passwords, o.minVersion(res.Version), exporter); err != nil {
 		return ctrlrt.Result{}, err
 	}
+	rotating, err := r.rotateCredentials(ctx, vc, o, conn)
+	if err != nil {
+		return ctrlrt.Result{}, err
+	}
 	if err := r.ensurePDBs(ctx, rc, shardPods(vc, o)); err != nil {
 		return ctrlrt.Result{}, err
 	}
@@ -290,7 +294,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
 		}
 		r.noteUnreachable(vc, o)
-		if wave.Done() {
+		if wave.Done() && !rotating {
 			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 		}
 		if lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {

@@ -20,6 +20,11 @@ type Options struct {
 	ACLReloadInterval time.Duration
 	// SteadyResync is how often a converged cluster is re-checked.
 	SteadyResync time.Duration
+	// CredentialsSettle is how long a rotation keeps accepting the previous
+	// passwords after the switch: a container restarting meanwhile may
+	// still read the previous replication password from its mounted Secret,
+	// which the kubelet refreshes only after a delay.
+	CredentialsSettle time.Duration
 	// PendingRequeue is how soon a cluster waiting on something external is re-checked.
 	PendingRequeue time.Duration
 	// ErrorBackoffBase and ErrorBackoffMax bound the per-cluster
@@ -67,6 +72,7 @@ func DefaultOptions() Options {
 		ACLReloadInterval: 30 * time.Second,
 		SteadyResync:      30 * time.Second,
 		PendingRequeue:    2 * time.Second,
+		CredentialsSettle: 2 * time.Minute,
 		ErrorBackoffBase:  500 * time.Millisecond,
 		ErrorBackoffMax:   time.Minute,
 		SlotBatch:         64,

@@ -44,13 +44,13 @@ func ACLFile(users []resolve.User, p Passwords, valkeyVersion string, exporter b
 	default:
 		b.WriteString(defaultUserDisabled + "\n")
 	}
-	b.WriteString(systemUserLine(OperatorUser, p.Operator, opGrants))
-	b.WriteString(systemUserLine(ReplicationUser, p.Replication, replGrants))
+	b.WriteString(systemUserLine(OperatorUser, p.operatorAccepted(), opGrants))
+	b.WriteString(systemUserLine(ReplicationUser, p.replicationAccepted(), replGrants))
 	if exporter {
 		if p.Exporter == "" {
 			return "", fmt.Errorf("no password for %s", ExporterUser)
 		}
-		b.WriteString(systemUserLine(ExporterUser, p.Exporter, exporterGrants))
+		b.WriteString(systemUserLine(ExporterUser, []string{p.Exporter}, exporterGrants))
 	}
 	return b.String(), nil
 }
@@ -119,6 +119,11 @@ func accessSign(a v1alpha1.RuleAccess) string {
 	return "+"
 }
 
-func systemUserLine(name, password string, grants []string) string {
-	return fmt.Sprintf("user %s on #%s resetchannels %s\n", name, passwordHash(password), strings.Join(grants, " "))
+func systemUserLine(name string, passwords, grants []string) string {
+	tokens := []string{"user", name, "on"}
+	for _, p := range passwords {
+		tokens = append(tokens, "#"+passwordHash(p))
+	}
+	tokens = append(tokens, "resetchannels")
+	return strings.Join(append(tokens, grants...), " ") + "\n"
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,6 +158,64 @@ func TestACLFileRefusesMismatchedRoles(t *testing.T) {
 	if _, err := ACLFile([]resolve.User{u}, testPasswords, "9.0.1", false); err == nil {
 		t.Fatal("want an error for a user with fewer roles than permissions")
 	}
+}
+
+// While a rotation runs, the operator's and the replication user's lines
+// accept the current password and the other one of the rotation; the
+// exporter's is not rotated.
+func TestACLFileDuringRotation(t *testing.T) {
+	next, prev := strings.Repeat("c", 128), strings.Repeat("d", 128)
+	for _, tc := range []struct {
+		name string
+		p    Passwords
+		want [2]string
+	}{
+		{"no rotation", testPasswords, [2]string{testPasswords.Operator, ""}},
+		{"before the switch", Passwords{Operator: testPasswords.Operator, Replication: testPasswords.Replication, Exporter: testPasswords.Exporter,
+			NextOperator: next, NextReplication: next}, [2]string{testPasswords.Operator, next}},
+		{"after the switch", Passwords{Operator: next, Replication: next, Exporter: testPasswords.Exporter,
+			PreviousOperator: prev, PreviousReplication: prev}, [2]string{next, prev}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file, err := ACLFile(nil, tc.p, "8.0.1", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, user := range []string{OperatorUser, ReplicationUser} {
+				line := lineOf(t, file, user)
+				want := []string{"#" + passwordHash(tc.want[0])}
+				if user == ReplicationUser {
+					want = []string{"#" + passwordHash(tc.p.Replication)}
+				}
+				if tc.want[1] != "" {
+					want = append(want, "#"+passwordHash(tc.want[1]))
+				}
+				var got []string
+				for _, f := range strings.Fields(line) {
+					if strings.HasPrefix(f, "#") {
+						got = append(got, f)
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s hashes %v, want %v", user, got, want)
+				}
+			}
+			if got := strings.Count(lineOf(t, file, ExporterUser), "#"); got != 1 {
+				t.Errorf("exporter line has %d hashes, want 1", got)
+			}
+		})
+	}
+}
+
+func lineOf(t *testing.T, file, user string) string {
+	t.Helper()
+	for _, l := range strings.Split(file, "\n") {
+		if strings.HasPrefix(l, "user "+user+" ") {
+			return l
+		}
+	}
+	t.Fatalf("no line for %s in\n%s", user, file)
+	return ""
 }
 
 func TestSystemUserHashes(t *testing.T) {

@@ -48,6 +48,12 @@ const (
 	KeyReplicationPassword = "repl-password"
 	// KeyExporterPassword authenticates the metrics exporter.
 	KeyExporterPassword = "exporter-password"
+	// A credentials rotation's passwords: the next ones before the switch,
+	// the previous ones after it (Passwords).
+	KeyNextOperatorPassword        = "next-operator-password"
+	KeyNextReplicationPassword     = "next-repl-password"
+	KeyPreviousOperatorPassword    = "previous-operator-password"
+	KeyPreviousReplicationPassword = "previous-repl-password"
 	// KeyPrimaryAuth is the config fragment carrying the replication
 	// password, included by valkey.conf so the password stays in a Secret.
 	KeyPrimaryAuth = "primaryauth.conf"

@@ -15,14 +15,45 @@ const passwordBytes = 64
 
 var passwordPattern = regexp.MustCompile(`^[0-9a-f]{128}$`)
 
-// Passwords of the system users. They are generated once, when the
-// cluster's auth Secret is first created, and never rotated; the exporter's
-// is added to the Secret of a cluster created before it existed.
+// Passwords of the system users. They are generated when the cluster's
+// auth Secret is first created; the exporter's is added to the Secret of a
+// cluster created before it existed. The operator's and the replication
+// user's rotate in two steps, each node accepting both passwords meanwhile:
+// the next ones are drawn and accepted everywhere before anyone uses them,
+// then they become current and the previous ones are accepted until every
+// node replicates with the new one.
 type Passwords struct {
 	Operator    string
 	Replication string
 	// Exporter is empty when read from a Secret that predates it.
 	Exporter string
+	// NextOperator and NextReplication are set while a rotation waits for
+	// every node to accept them.
+	NextOperator    string
+	NextReplication string
+	// PreviousOperator and PreviousReplication are set after the switch
+	// until every node replicates with the current password.
+	PreviousOperator    string
+	PreviousReplication string
+}
+
+// operatorAccepted are every password the operator's user is accepted with.
+func (p Passwords) operatorAccepted() []string {
+	return nonEmpty(p.Operator, p.NextOperator, p.PreviousOperator)
+}
+
+func (p Passwords) replicationAccepted() []string {
+	return nonEmpty(p.Replication, p.NextReplication, p.PreviousReplication)
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // NewPasswords draws every password from random (crypto/rand in the
@@ -50,14 +81,23 @@ func NewPassword(random io.Reader) (string, error) {
 // PasswordsFromSecret reads the passwords back from the auth Secret. The
 // error names the key, never its content. A password must be 128 lowercase
 // hex characters: it is written into a config line and must not carry
-// anything else. The exporter's may be missing (Passwords.Exporter).
+// anything else. The exporter's may be missing (Passwords.Exporter), and
+// the rotation's come in pairs or not at all.
 func PasswordsFromSecret(s *corev1.Secret) (Passwords, error) {
 	var p Passwords
 	for _, f := range []struct {
 		key      string
 		dst      *string
 		optional bool
-	}{{KeyOperatorPassword, &p.Operator, false}, {KeyReplicationPassword, &p.Replication, false}, {KeyExporterPassword, &p.Exporter, true}} {
+	}{
+		{KeyOperatorPassword, &p.Operator, false},
+		{KeyReplicationPassword, &p.Replication, false},
+		{KeyExporterPassword, &p.Exporter, true},
+		{KeyNextOperatorPassword, &p.NextOperator, true},
+		{KeyNextReplicationPassword, &p.NextReplication, true},
+		{KeyPreviousOperatorPassword, &p.PreviousOperator, true},
+		{KeyPreviousReplicationPassword, &p.PreviousReplication, true},
+	} {
 		key, dst := f.key, f.dst
 		v, ok := s.Data[key]
 		if !ok && f.optional {
@@ -70,6 +110,14 @@ func PasswordsFromSecret(s *corev1.Secret) (Passwords, error) {
 			return Passwords{}, fmt.Errorf("secret %s/%s: key %q is not 128 lowercase hex characters", s.Namespace, s.Name, key)
 		}
 		*dst = string(v)
+	}
+	switch {
+	case (p.NextOperator == "") != (p.NextReplication == ""):
+		return Passwords{}, fmt.Errorf("secret %s/%s: keys %q and %q must be set together", s.Namespace, s.Name, KeyNextOperatorPassword, KeyNextReplicationPassword)
+	case (p.PreviousOperator == "") != (p.PreviousReplication == ""):
+		return Passwords{}, fmt.Errorf("secret %s/%s: keys %q and %q must be set together", s.Namespace, s.Name, KeyPreviousOperatorPassword, KeyPreviousReplicationPassword)
+	case p.NextOperator != "" && p.PreviousOperator != "":
+		return Passwords{}, fmt.Errorf("secret %s/%s: a rotation cannot have both next and previous passwords", s.Namespace, s.Name)
 	}
 	return p, nil
 }

@@ -49,6 +49,43 @@ func TestPasswordsFromSecret(t *testing.T) {
 			wantErr: `key "exporter-password" is not 128 lowercase hex characters`,
 		},
 		{
+			name: "a rotation before its switch",
+			secret: secret(func(d map[string][]byte) {
+				d[KeyNextOperatorPassword] = []byte(strings.Repeat("c", 128))
+				d[KeyNextReplicationPassword] = []byte(strings.Repeat("d", 128))
+			}),
+			want: Passwords{Operator: good.Operator, Replication: good.Replication, Exporter: good.Exporter,
+				NextOperator: strings.Repeat("c", 128), NextReplication: strings.Repeat("d", 128)},
+		},
+		{
+			name: "a rotation after its switch",
+			secret: secret(func(d map[string][]byte) {
+				d[KeyPreviousOperatorPassword] = []byte(strings.Repeat("c", 128))
+				d[KeyPreviousReplicationPassword] = []byte(strings.Repeat("d", 128))
+			}),
+			want: Passwords{Operator: good.Operator, Replication: good.Replication, Exporter: good.Exporter,
+				PreviousOperator: strings.Repeat("c", 128), PreviousReplication: strings.Repeat("d", 128)},
+		},
+		{
+			name:    "half a rotation",
+			secret:  secret(func(d map[string][]byte) { d[KeyNextOperatorPassword] = []byte(strings.Repeat("c", 128)) }),
+			wantErr: `keys "next-operator-password" and "next-repl-password" must be set together`,
+		},
+		{
+			name: "both sides of a rotation",
+			secret: secret(func(d map[string][]byte) {
+				for _, k := range []string{KeyNextOperatorPassword, KeyNextReplicationPassword, KeyPreviousOperatorPassword, KeyPreviousReplicationPassword} {
+					d[k] = []byte(strings.Repeat("c", 128))
+				}
+			}),
+			wantErr: "a rotation cannot have both next and previous passwords",
+		},
+		{
+			name:    "a malformed next password",
+			secret:  secret(func(d map[string][]byte) { d[KeyNextReplicationPassword] = []byte("aaaa") }),
+			wantErr: `key "next-repl-password" is not 128 lowercase hex characters`,
+		},
+		{
 			name:    "missing operator password",
 			secret:  secret(func(d map[string][]byte) { delete(d, KeyOperatorPassword) }),
 			wantErr: `missing key "operator-password"`,

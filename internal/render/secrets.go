@@ -20,13 +20,29 @@ func (c Cluster) OperatorAuthSecret(p Passwords) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			KeyOperatorPassword:    []byte(p.Operator),
-			KeyReplicationPassword: []byte(p.Replication),
-			KeyExporterPassword:    []byte(p.Exporter),
-			KeyPrimaryAuth:         []byte(PrimaryAuthConf(p.Replication)),
-		},
+		Data:       OperatorAuthData(p),
 	}
+}
+
+// OperatorAuthData is the content of {cluster}-operator-auth for p.
+func OperatorAuthData(p Passwords) map[string][]byte {
+	data := map[string][]byte{
+		KeyOperatorPassword:    []byte(p.Operator),
+		KeyReplicationPassword: []byte(p.Replication),
+		KeyExporterPassword:    []byte(p.Exporter),
+		KeyPrimaryAuth:         []byte(PrimaryAuthConf(p.Replication)),
+	}
+	for k, v := range map[string]string{
+		KeyNextOperatorPassword:        p.NextOperator,
+		KeyNextReplicationPassword:     p.NextReplication,
+		KeyPreviousOperatorPassword:    p.PreviousOperator,
+		KeyPreviousReplicationPassword: p.PreviousReplication,
+	} {
+		if v != "" {
+			data[k] = []byte(v)
+		}
+	}
+	return data
 }
 
 // OperatorAuthRestoreSecret carries the passwords of a deleted

@@ -71,6 +71,8 @@ func startOperatorWith(ctx context.Context, tweak func(*rest.Config)) (stop func
 	// keep its test short.
 	opts.SampleInterval = testSampleInterval
 	opts.MeteringInterval = 2 * time.Second
+	// The kubelet here projects a changed Secret within projectionDelay.
+	opts.CredentialsSettle = 2 * projectionDelay
 	// As the shipped binary's config: no client-side rate limit (the
 	// apiserver's priority and fairness governs), where client-go's default
 	// of 5 requests a second would throttle every large cluster.

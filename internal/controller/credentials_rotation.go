@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// rotationStep is what a rotation of the operator's and the replication
+// user's passwords needs next. The auth Secret alone says where a rotation
+// stands, so each step survives an operator restart.
+type rotationStep int
+
+const (
+	rotationIdle rotationStep = iota
+	// rotationDraw: a rotation is asked for; draw the next passwords. The
+	// ACL file then accepts them beside the current ones.
+	rotationDraw
+	// rotationSwitch: once every node accepts the next passwords, they
+	// become current and the old ones previous, still accepted.
+	rotationSwitch
+	// rotationFinish: once every node replicates with the current
+	// password, the previous ones stop being accepted.
+	rotationFinish
+)
+
+// nextRotationStep decides from the passwords in the auth Secret, the
+// cluster's AnnotationRotateCredentials (requested) and the Secret's
+// AnnotationCredentialsRotated (the last request served).
+func nextRotationStep(p render.Passwords, requested, rotated string) rotationStep {
+	switch {
+	case p.NextOperator != "":
+		return rotationSwitch
+	case p.PreviousOperator != "":
+		return rotationFinish
+	case requested != "" && requested != rotated:
+		return rotationDraw
+	}
+	return rotationIdle
+}
+
+// annotationCredentialsRotating, on the auth Secret, is the request the
+// rotation under way serves: a request changed meanwhile starts another.
+const annotationCredentialsRotating = "valkey.gomomento.com/credentials-rotating"
+
+// rotateCredentials advances a rotation by at most one step. It reports
+// whether one is under way, so the cluster is looked at again soon.
+func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *connector) (bool, error) {
+	key := client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}
+	var s corev1.Secret
+	if err := r.APIReader.Get(ctx, key, &s); err != nil {
+		return false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	p, err := render.PasswordsFromSecret(&s)
+	if err != nil {
+		return false, fmt.Errorf("secret %s: %w", key.Name, err)
+	}
+	requested := vc.Annotations[valkeyv1.AnnotationRotateCredentials]
+	log := logFrom(ctx)
+	switch nextRotationStep(p, requested, s.Annotations[valkeyv1.AnnotationCredentialsRotated]) {
+	case rotationIdle:
+		return false, nil
+
+	case rotationDraw:
+		next, err := render.NewPasswords(rand.Reader)
+		if err != nil {
+			return false, fmt.Errorf("generating passwords: %w", err)
+		}
+		p.NextOperator, p.NextReplication = next.Operator, next.Replication
+		if err := r.writeAuth(ctx, &s, p, map[string]string{annotationCredentialsRotating: requested}); err != nil {
+			return false, err
+		}
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotationStarted, "RotateCredentials",
+			"new passwords for %s and %s drawn; every node is made to accept them before they are used", render.OperatorUser, render.ReplicationUser)
+		return true, nil
+
+	case rotationSwitch:
+		if why := r.notAccepting(ctx, o, conn, p); why != "" {
+			log.V(1).Info("credentials rotation waiting", "for", why)
+			return true, nil
+		}
+		p.PreviousOperator, p.PreviousReplication = p.Operator, p.Replication
+		p.Operator, p.Replication = p.NextOperator, p.NextReplication
+		p.NextOperator, p.NextReplication = "", ""
+		if err := r.writeAuth(ctx, &s, p, map[string]string{valkeyv1.AnnotationCredentialsSwitchedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
+			return false, err
+		}
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsSwitched, "RotateCredentials",
+			"every node accepts the new passwords; the operator and new replicas use them, the previous ones are still accepted")
+		return true, nil
+
+	case rotationFinish:
+		switched, err := time.Parse(time.RFC3339, s.Annotations[valkeyv1.AnnotationCredentialsSwitchedAt])
+		if err == nil && time.Since(switched) < r.Options.CredentialsSettle {
+			return true, nil
+		}
+		if why := r.setPrimaryAuth(ctx, o, conn, p.Replication); why != "" {
+			log.V(1).Info("credentials rotation waiting", "for", why)
+			return true, nil
+		}
+		served := s.Annotations[annotationCredentialsRotating]
+		p.PreviousOperator, p.PreviousReplication = "", ""
+		if err := r.writeAuth(ctx, &s, p, map[string]string{
+			valkeyv1.AnnotationCredentialsRotated:    served,
+			annotationCredentialsRotating:            "",
+			valkeyv1.AnnotationCredentialsSwitchedAt: "",
+		}); err != nil {
+			return false, err
+		}
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotated, "RotateCredentials",
+			"every node replicates with the new passwords; the previous ones are no longer accepted")
+		return false, nil
+	}
+	return false, nil
+}
+
+// writeAuth stores p in the auth Secret read as s, with annotations set
+// (an empty value removes one). The update carries s's resourceVersion:
+// a Secret changed meanwhile is read again on the next reconcile.
+func (r *ClusterReconciler) writeAuth(ctx context.Context, s *corev1.Secret, p render.Passwords, annotations map[string]string) error {
+	s.Data = render.OperatorAuthData(p)
+	for k, v := range annotations {
+		if v == "" {
+			delete(s.Annotations, k)
+			continue
+		}
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[k] = v
+	}
+	if err := r.Update(ctx, s); err != nil {
+		return fmt.Errorf("updating Secret %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// notAccepting returns why not every running node accepts the next
+// passwords yet ("" when all do). A node not running yet will mount the
+// ACL file that already names them.
+func (r *ClusterReconciler) notAccepting(ctx context.Context, o *observed, conn *connector, p render.Passwords) string {
+	for _, name := range sortedNodes(o) {
+		if err, ok := o.unreachable[name]; ok {
+			return fmt.Sprintf("node %s unreachable: %v", name, err)
+		}
+		pod := o.pods[name]
+		if pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
+			continue
+		}
+		for _, u := range []struct{ user, password string }{
+			{render.OperatorUser, p.NextOperator},
+			{render.ReplicationUser, p.NextReplication},
+		} {
+			t := conn.target(name, pod.Status.PodIP)
+			t.Username, t.Password = u.user, u.password
+			n, err := valkey.Dial(ctx, t)
+			if err == nil {
+				err = n.Ping(ctx)
+				n.Close()
+			}
+			if err != nil {
+				return fmt.Sprintf("node %s to accept the new password of %s: %v", name, u.user, err)
+			}
+		}
+	}
+	return ""
+}
+
+// setPrimaryAuth makes every node replicate with password from now on (a
+// replica authenticates when it connects to its primary); it returns why
+// it could not ("" when done). Every node must run: one starting now could
+// have mounted the previous password.
+func (r *ClusterReconciler) setPrimaryAuth(ctx context.Context, o *observed, conn *connector, password string) string {
+	for _, name := range sortedNodes(o) {
+		pod := o.pods[name]
+		if pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
+			return fmt.Sprintf("node %s to run", name)
+		}
+		if err, ok := o.unreachable[name]; ok {
+			return fmt.Sprintf("node %s unreachable: %v", name, err)
+		}
+		n, err := conn.dial(ctx, name, pod.Status.PodIP)
+		if err == nil {
+			err = n.ConfigSet(ctx, "primaryauth", password)
+			n.Close()
+		}
+		if err != nil {
+			return fmt.Sprintf("node %s to take the new replication password: %v", name, err)
+		}
+	}
+	return ""
+}
+
+func sortedNodes(o *observed) []string {
+	names := make([]string, 0, len(o.nodes))
+	for n := range o.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
