@@ -21,9 +21,16 @@ const (
 )
 
 // operatorPackages are the packages whose calls to a valkey.Node are the
-// operator's: its controllers and its main. Tests and other binaries
-// connect as other users.
-var operatorPackages = []string{"./internal/controller", "./cmd/valkey-operator"}
+// operator's: its controllers and its main. Tests connect as other users;
+// any other package that starts talking to Valkey fails the test until it
+// is listed here or in otherClients.
+var operatorPackages = []string{
+	"github.com/gomomento/valkey-operator/internal/controller",
+	"github.com/gomomento/valkey-operator/cmd/valkey-operator",
+}
+
+// otherClients are packages that talk to Valkey as a user of their own.
+var otherClients = []string{}
 
 // clientCommands are what valkey-go sends by itself on a connection the
 // operator opens with valkey.Dial (HELLO and AUTH need no grant).
@@ -103,7 +110,7 @@ func operatorCommands(t *testing.T) map[string][]string {
 	pkgs, err := packages.Load(&packages.Config{
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
 		Dir:  "../..",
-	}, append([]string{"./internal/valkey"}, operatorPackages...)...)
+	}, "./...")
 	if err != nil {
 		t.Fatalf("loading packages: %v", err)
 	}
@@ -132,10 +139,12 @@ func operatorCommands(t *testing.T) map[string][]string {
 			}
 		}
 	}
+	var strays []string
 	for _, p := range pkgs {
-		if p == vk {
+		if p == vk || slices.Contains(otherClients, p.PkgPath) {
 			continue
 		}
+		operator := slices.Contains(operatorPackages, p.PkgPath)
 		for _, f := range p.Syntax {
 			ast.Inspect(f, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
@@ -150,6 +159,12 @@ func operatorCommands(t *testing.T) map[string][]string {
 				if recv := fn.Signature().Recv(); recv != nil {
 					where = "Node." + fn.Name()
 				}
+				if !operator {
+					if len(sent[fn]) > 0 || fn.Name() == "Dial" {
+						strays = append(strays, fmt.Sprintf("  %s: %s", p.Fset.Position(call.Pos()), where))
+					}
+					return true
+				}
 				for _, c := range sent[fn] {
 					add(c, where)
 				}
@@ -161,6 +176,9 @@ func operatorCommands(t *testing.T) map[string][]string {
 				return true
 			})
 		}
+	}
+	if len(strays) > 0 {
+		t.Fatalf("packages outside operatorPackages talk to Valkey; list each in operatorPackages or otherClients:\n%s", strings.Join(strays, "\n"))
 	}
 	if len(out) == 0 {
 		t.Fatal("the scan found no command the operator sends")
