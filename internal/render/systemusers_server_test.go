@@ -194,6 +194,15 @@ func testSystemUsers(t *testing.T, server valkeyServer) {
 		t.Fatal(err)
 	}
 
+	// Nothing so far was refused to a system user, on any node.
+	for _, o := range nodes {
+		c := dial(t, o.addr)
+		c.must(t, "AUTH", "admin", sysAdminPassword)
+		if entries := fmt.Sprint(c.must(t, "ACL", "LOG")); strings.Contains(entries, OperatorUser) || strings.Contains(entries, ReplicationUser) {
+			t.Errorf("ACL LOG of %s: %s", o.addr, entries)
+		}
+	}
+
 	// What the operator never sends.
 	if _, err := a.n.ConfigGet(ctx, "primaryauth"); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Errorf("CONFIG GET as %s = %v, want NOPERM", OperatorUser, err)
