@@ -64,10 +64,12 @@ var aclPerUserGrants = []string{"+acl|setuser", "+acl|deluser"}
 // user (primaryuser) and, unlike replication, the target checks every
 // command of the stream against that user's ACL: CLUSTER SYNCSLOTS, then
 // SELECT and the writes that rebuild each key (the AOF rewrite of the
-// slots: SET, RPUSH, HSET, SADD, ZADD, XADD and the stream group commands,
-// PEXPIREAT), then the writes clients make to those keys meanwhile, which
-// can be any keyed write; the source leaves keyless commands, MULTI and
-// EXEC included, out of the stream.
+// slots: SET, RPUSH, the hash commands, SADD, ZADD, XADD and the stream
+// group commands, PEXPIREAT), then the writes clients make to those keys
+// meanwhile, which can be any keyed write; the source leaves keyless
+// commands, MULTI and EXEC included, out of the stream. A command the
+// target refuses closes the link and fails the migration; no write is
+// skipped.
 //
 // -@dangerous and -function take away what a slot stream never carries
 // and a stolen password should not do: FLUSHALL, FLUSHDB, SWAPDB, CLUSTER
