@@ -208,7 +208,13 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 	}
 	if server.Version.Major >= 9 {
 		migrations, err := n.ClusterGetSlotMigrations(ctx)
-		if err != nil {
+		switch {
+		case valkey.IsNoPermission(err):
+			// A node below 9 in the cluster (an upgrade under way): the
+			// ACL file cannot grant this subcommand, which Valkey 8 does
+			// not know, and the operator moves slots classically, so it
+			// has started no atomic migration to follow.
+		case err != nil:
 			return nil, server.Version, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", name, err)
 		}
 		v.AtomicMigrationInFlight = slices.ContainsFunc(migrations, func(m valkey.SlotMigration) bool { return !m.Finished() })

@@ -170,8 +170,8 @@ func (c *pair) assertOwner(t *testing.T, owner *pairNode, start, end int) {
 				t.Fatalf("slot %d: node %s owns=%v", slot, n.id, owns(me, slot))
 			}
 			if n != owner {
-				if k, err := n.node.ClusterCountKeysInSlot(ctx, slot); err != nil || k != 0 {
-					t.Fatalf("slot %d: %d keys left on the source (%v)", slot, k, err)
+				if k, err := n.node.ClusterGetKeysInSlot(ctx, slot, 1); err != nil || len(k) != 0 {
+					t.Fatalf("slot %d: keys %q left on the source (%v)", slot, k, err)
 				}
 			}
 		}
@@ -252,11 +252,17 @@ func startPair(t *testing.T, useTLS bool) *pair {
 			return err
 		})
 		t.Cleanup(n.Close)
-		id, err := n.ClusterMyID(ctx)
+		// The operator user learns a node's ID as the operator does, from
+		// CLUSTER NODES: it may not run CLUSTER MYID.
+		all, err := n.ClusterNodes(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.nodes = append(c.nodes, &pairNode{host: "127.0.0.1", port: port, id: id, node: n})
+		me, ok := all.Myself()
+		if !ok {
+			t.Fatalf("CLUSTER NODES of %s has no myself", target.Address)
+		}
+		c.nodes = append(c.nodes, &pairNode{host: "127.0.0.1", port: port, id: me.ID, node: n})
 		if len(c.nodes) == 2 {
 			if err := c.nodes[0].node.ClusterMeet(ctx, "127.0.0.1", c.nodes[1].port, bus); err != nil {
 				t.Fatal(err)

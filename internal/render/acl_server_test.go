@@ -71,6 +71,11 @@ func TestACLFileLoadsInValkey(t *testing.T) {
 					{"team-batch", []string{"flushall"}, false},
 					{"team-batch", []string{"get", "other"}, false},
 					{"_momento_operator", []string{"cluster", "info"}, true},
+					{"_momento_operator", []string{"cluster", "reset"}, false},
+					{"_momento_operator", []string{"cluster", "flushslots"}, false},
+					{"_momento_operator", []string{"cluster", "delslots", "1"}, false},
+					{"_momento_operator", []string{"cluster", "migrateslots", "slotsrange", "0", "1", "node", "x"}, version.Major >= 9},
+					{"_momento_operator", []string{"flushall"}, false},
 					{"_momento_operator", []string{"config", "set", "maxmemory", "1"}, true},
 					{"_momento_operator", []string{"config", "get", "maxmemory"}, false},
 					{"_momento_operator", []string{"acl", "list"}, true},
@@ -86,6 +91,13 @@ func TestACLFileLoadsInValkey(t *testing.T) {
 					// Atomic slot migration replays writes as this user.
 					{"_momento_repl", []string{"set", "k", "v"}, version.Major >= 9},
 					{"_momento_repl", []string{"select", "0"}, version.Major >= 9},
+					{"_momento_repl", []string{"rpush", "l", "a"}, version.Major >= 9},
+					{"_momento_repl", []string{"restore", "k", "0", "x"}, version.Major >= 9},
+					{"_momento_repl", []string{"flushall"}, false},
+					{"_momento_repl", []string{"flushdb"}, false},
+					{"_momento_repl", []string{"swapdb", "0", "1"}, false},
+					{"_momento_repl", []string{"migrate", "10.0.0.1", "6379", "", "0", "1000", "KEYS", "k"}, false},
+					{"_momento_repl", []string{"function", "flush"}, false},
 					{"nothing", []string{"ping"}, false},
 				} {
 					reply, err := c.do(append([]string{"ACL", "DRYRUN", tc.user}, tc.args...)...)

@@ -41,8 +41,8 @@ var (
 
 // systemLines are the documented system users (Valkey 9).
 func systemLines() string {
-	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster +acl|load +acl|list +ping +info +config|set ~* +migrate +restore-asking +select\n" +
-		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels +psync +replconf +ping +cluster|syncslots ~* +@write +select +multi +exec\n"
+	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set ~* +migrate +restore-asking +select +cluster|migrateslots +cluster|getslotmigrations\n" +
+		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels ~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping\n"
 }
 
 func TestACLFile(t *testing.T) {
@@ -226,7 +226,11 @@ func TestSystemUserHashes(t *testing.T) {
 }
 
 func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
-	const opBase = "+cluster +acl|load +acl|list +ping +info +config|set ~* +migrate +restore-asking +select"
+	const (
+		opBase     = "+cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set ~* +migrate +restore-asking +select"
+		opAtomic   = opBase + " +cluster|migrateslots +cluster|getslotmigrations"
+		replAtomic = "~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping"
+	)
 	tests := []struct {
 		version  string
 		operator string // the _momento_operator grants
@@ -237,8 +241,8 @@ func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
 		{version: "8.0.2", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping"},
 		{version: "8.0.3", operator: opBase, repl: "+psync +replconf +ping"},
 		{version: "8.1.4", operator: opBase, repl: "+psync +replconf +ping"},
-		{version: "9.0.0", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots ~* +@write +select +multi +exec"},
-		{version: "10.2.3", operator: opBase, repl: "+psync +replconf +ping +cluster|syncslots ~* +@write +select +multi +exec"},
+		{version: "9.0.0", operator: opAtomic, repl: replAtomic},
+		{version: "10.2.3", operator: opAtomic, repl: replAtomic},
 		{version: "", err: true},
 		{version: "v9.0.0", err: true},
 		{version: "9", err: true},

@@ -7,10 +7,9 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// The operator's own Valkey users. Their names and grants are the documented
-// ones, plus the operator's MIGRATE rights (see operatorGrants); they are
-// rendered after every user binding so nothing earlier in the ACL file can
-// shadow them, and they get no channel.
+// The operator's own Valkey users. They are rendered after every user
+// binding so nothing earlier in the ACL file can shadow them, and they get
+// no channel.
 const (
 	// OperatorUser is what the operator authenticates as on every node.
 	OperatorUser = "_momento_operator"
@@ -24,18 +23,29 @@ const (
 	ACLCheckUser = "_momento_aclcheck"
 )
 
-var (
-	// The documented operator grants plus +acl|list, with which the ACL
-	// reloader confirms that a node runs the rendered file rather than an
-	// older one its mount still held; then what classic resharding (slot
-	// moves on clusters with a node below Valkey 9.0, which has no CLUSTER
-	// MIGRATESLOTS) needs: the operator runs MIGRATE on the source, which
-	// reads and deletes the keys (~* and +migrate) and authenticates on the
-	// target as this same user, where it sends SELECT and RESTORE-ASKING.
-	// No command that reads or writes a value for a client is granted.
-	operatorGrants    = []string{"+cluster", "+acl|load", "+acl|list", "+ping", "+info", "+config|set", "~*", "+migrate", "+restore-asking", "+select"}
-	replicationGrants = []string{"+psync", "+replconf", "+ping"}
-)
+// operatorGrants are exactly the commands the operator's code sends, one
+// CLUSTER or ACL subcommand at a time, so that the operator's password
+// cannot reset a node (CLUSTER RESET, FLUSHSLOTS), read or write a value,
+// or read the configuration (CONFIG GET returns primaryauth). A test
+// extracts the commands from the code and fails on a command missing here
+// and on a grant no code sends. PING is valkey-go's keep-alive. ACL LIST
+// confirms a node runs the rendered file rather than an older one its
+// mount still held. The rest is classic resharding: MIGRATE reads and
+// deletes the keys on the source (~*) and authenticates on the target as
+// this same user, where it sends SELECT and RESTORE-ASKING.
+var operatorGrants = []string{
+	"+cluster|nodes", "+cluster|info", "+cluster|meet", "+cluster|forget", "+cluster|addslotsrange",
+	"+cluster|replicate", "+cluster|failover", "+cluster|setslot", "+cluster|getkeysinslot",
+	"+info", "+ping", "+acl|load", "+acl|list", "+config|set",
+	"~*", "+migrate", "+restore-asking", "+select",
+}
+
+// atomicOperatorGrants start and follow atomic slot migrations: CLUSTER
+// subcommands Valkey 8 does not have, so rendered like
+// atomicMigrationGrants.
+var atomicOperatorGrants = []string{"+cluster|migrateslots", "+cluster|getslotmigrations"}
+
+var replicationGrants = []string{"+psync", "+replconf", "+ping"}
 
 // exporterGrants are what redis_exporter reads on every scrape, and
 // nothing that returns a key, a value or a credential: no key pattern, no
@@ -53,12 +63,26 @@ var aclPerUserGrants = []string{"+acl|setuser", "+acl|deluser"}
 // Valkey 9: CLUSTER MIGRATESLOTS connects to the target as the replication
 // user (primaryuser) and, unlike replication, the target checks every
 // command of the stream against that user's ACL: CLUSTER SYNCSLOTS, then
-// SELECT and the writes that rebuild each key (MULTI/EXEC around
-// transactions). The user still may not read a value. Valkey 8 rejects the
-// whole ACL file when it names an unknown subcommand (and refuses to
-// start), so these are rendered only when every node of the cluster runs
-// 9.0 or later.
-var atomicMigrationGrants = []string{"+cluster|syncslots", "~*", "+@write", "+select", "+multi", "+exec"}
+// SELECT and the writes that rebuild each key (the AOF rewrite of the
+// slots: SET, RPUSH, the hash commands, SADD, ZADD, XADD and the stream
+// group commands, PEXPIREAT), then the writes clients make to those keys
+// meanwhile, which can be any keyed write; the source leaves keyless
+// commands, MULTI and EXEC included, out of the stream. A command the
+// target refuses closes the link and fails the migration; no write is
+// skipped.
+//
+// -@dangerous and -function take away what a slot stream never carries
+// and a stolen password should not do: FLUSHALL, FLUSHDB, SWAPDB, CLUSTER
+// FLUSHSLOT, FUNCTION FLUSH and the like (whole-node destruction) and
+// MIGRATE (which copies keys to any host). RESTORE and SORT are dangerous
+// too, but a client's RESTORE or SORT ... STORE on a migrating key is
+// streamed as sent, so they are given back. -@dangerous also covers PSYNC
+// and REPLCONF, so these rules come before the replication grants.
+//
+// Valkey 8 rejects the whole ACL file when it names an unknown subcommand
+// (and refuses to start), so these are rendered only when every node of
+// the cluster runs 9.0 or later.
+var atomicMigrationGrants = []string{"~*", "+@write", "-@dangerous", "-function", "+restore", "+sort", "+select", "+cluster|syncslots"}
 
 const atomicMigrationMinimumMajor = 9
 
@@ -71,7 +95,8 @@ func systemGrantsFor(version string) (operator, replication []string, err error)
 	}
 	operator, replication = slices.Clone(operatorGrants), slices.Clone(replicationGrants)
 	if v.Major >= atomicMigrationMinimumMajor {
-		replication = append(replication, atomicMigrationGrants...)
+		operator = append(operator, atomicOperatorGrants...)
+		replication = append(slices.Clone(atomicMigrationGrants), replication...)
 	}
 	if valkey.ACLLoadCrashesReplicas(v) {
 		operator = append(operator, aclPerUserGrants...)

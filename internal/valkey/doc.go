@@ -7,8 +7,9 @@
 // that never touch the network, so they can be tested against captured
 // server output.
 //
-// The operator's ACL user holds only +cluster +acl|load +ping +info
-// +config|set. Node methods that need more (AclList, ConfigGet, Migrate)
-// exist for callers with other users; with the operator user they fail
-// with a NOPERM error (see IsNoPermission).
+// The operator's ACL user may run only the commands of the Node methods
+// the operator calls (internal/render checks its grants against them).
+// Other methods (ClusterMyID, ClusterShards, ConfigGet, ...) exist for
+// callers with other users; with the operator user they fail with a
+// NOPERM error (see IsNoPermission).
 package valkey

@@ -15,9 +15,10 @@ import (
 	"time"
 )
 
-// Users every test server knows. The operator user has the documented
-// grants of the operator's system user, without the resharding rights
-// (those are proven by the controller's classic migration test).
+// Users every test server knows. The operator user here may run every
+// CLUSTER subcommand, so that these tests can exercise Node methods the
+// operator does not call; the production grants are proven in
+// internal/render (TestSystemUsersOnValkey).
 const (
 	operatorUser     = "_momento_operator"
 	operatorPassword = "operator-secret"
