@@ -92,4 +92,3 @@ func TestCacheOptions(t *testing.T) {
 		})
 	}
 }
-
