@@ -47,6 +47,10 @@ func main() {
 	flag.DurationVar(&opts.MeteringInterval, "metering-interval", opts.MeteringInterval, "How often every cluster's metering record is advanced.")
 	flag.StringVar(&opts.ExporterImage, "exporter-image", opts.ExporterImage, "Image of the metrics exporter run next to Valkey when a ValkeyConfig enables it (spec.exporter).")
 	flag.BoolVar(&opts.FilterCache, "filter-cache", opts.FilterCache, "Cache only the Secrets and Pods the operator labeled; false caches every Secret and Pod of the cluster (more memory, for comparison).")
+	flag.Func("watch-namespaces", "Comma-separated namespaces whose ValkeyClusters the operator manages, and the only ones it reads or writes namespaced objects in besides its own metering records (default: every namespace).", func(v string) error {
+		opts.WatchNamespaces = controller.SplitNamespaces(v)
+		return nil
+	})
 	flag.BoolVar(&printVersion, "version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -58,7 +62,7 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
-	log.Info("starting valkey-operator", "version", version.Version, "clusterDomain", opts.ClusterDomain, "defaultZoneSpread", zoneSpread)
+	log.Info("starting valkey-operator", "version", version.Version, "clusterDomain", opts.ClusterDomain, "defaultZoneSpread", zoneSpread, "watchNamespaces", opts.WatchNamespaces)
 
 	opts.DefaultZoneSpread = valkeyv1.ZoneSpread(zoneSpread)
 	if err := opts.Validate(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -15,13 +16,34 @@ import (
 // every Secret and Pod it creates carries. Secrets it references but does
 // not own, a user's TLS Secret, are read around the cache and watched by
 // name (secretWatches).
+//
+// With WatchNamespaces set, every namespaced kind is cached from those
+// namespaces only: a namespace-scoped install holds no permission to list
+// anywhere else, and an informer outside them would fail forever. The
+// cluster-scoped menu kinds are still cached cluster-wide. The metering
+// records live in the operator's own namespace, watched or not, and only
+// there.
 func CacheOptions(opts Options) cache.Options {
-	if !opts.FilterCache {
-		return cache.Options{}
+	var out cache.Options
+	if opts.FilterCache {
+		managed := render.ManagedSelector()
+		out.ByObject = map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: managed},
+			&corev1.Pod{}:    {Label: managed},
+		}
 	}
-	managed := render.ManagedSelector()
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: managed},
-		&corev1.Pod{}:    {Label: managed},
-	}}
+	if len(opts.WatchNamespaces) == 0 {
+		return out
+	}
+	out.DefaultNamespaces = map[string]cache.Config{}
+	for _, ns := range opts.WatchNamespaces {
+		out.DefaultNamespaces[ns] = cache.Config{}
+	}
+	if out.ByObject == nil {
+		out.ByObject = map[client.Object]cache.ByObject{}
+	}
+	out.ByObject[&valkeyv1.ValkeyMeteringRecord{}] = cache.ByObject{
+		Namespaces: map[string]cache.Config{opts.Namespace: {}},
+	}
+	return out
 }

@@ -66,6 +66,12 @@ func (r *MeteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 	if rec.Status.ClusterDeleted != nil {
 		return ctrlrt.Result{}, nil // final: kept until released
 	}
+	if !r.Options.Watches(rec.Spec.ClusterNamespace) {
+		// A record left from a wider install: its cluster cannot be seen
+		// from here, which is not the same as gone, so it is left as it is
+		// rather than closed.
+		return ctrlrt.Result{}, nil
+	}
 	vc, err := r.meteredCluster(ctx, &rec)
 	if err != nil {
 		return ctrlrt.Result{}, err
@@ -103,8 +109,8 @@ func (r *MeteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 func (r *MeteringReconciler) create(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
 	ns, rest, ok := strings.Cut(req.Name, ".")
 	i := strings.LastIndex(rest, ".")
-	if !ok || i < 0 {
-		return ctrlrt.Result{}, nil // not a record name of ours
+	if !ok || i < 0 || !r.Options.Watches(ns) {
+		return ctrlrt.Result{}, nil // not a record name of ours, or not a cluster of ours
 	}
 	var vc valkeyv1.ValkeyCluster
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: rest[:i]}, &vc); {

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -58,6 +60,29 @@ type Options struct {
 	// (CacheOptions); false caches every one in the Kubernetes cluster, as
 	// a comparison for what the filter saves.
 	FilterCache bool
+	// WatchNamespaces, when set, confines the operator to these namespaces:
+	// it sees and acts on ValkeyClusters and their objects there only, and
+	// needs namespaced permissions there only. Empty watches every namespace.
+	WatchNamespaces []string
+}
+
+// SplitNamespaces parses a comma-separated namespace list as given on the
+// command line; the empty string is the empty list (every namespace).
+// Names are kept as given, empty ones included, for Validate to refuse.
+func SplitNamespaces(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+// Watches says whether the operator acts in namespace ns.
+func (o Options) Watches(ns string) bool {
+	return len(o.WatchNamespaces) == 0 || slices.Contains(o.WatchNamespaces, ns)
 }
 
 // DefaultNamespace is where the install puts the operator.
@@ -116,6 +141,16 @@ func (o Options) Validate() error {
 	}
 	if o.ExporterImage == "" {
 		return fmt.Errorf("exporter image must not be empty")
+	}
+	seen := map[string]bool{}
+	for _, ns := range o.WatchNamespaces {
+		if ns == "" {
+			return fmt.Errorf("watch namespaces %q: a namespace name is empty", strings.Join(o.WatchNamespaces, ","))
+		}
+		if seen[ns] {
+			return fmt.Errorf("watch namespaces %q: %s is listed twice", strings.Join(o.WatchNamespaces, ","), ns)
+		}
+		seen[ns] = true
 	}
 	if o.SlotBatch < 1 {
 		return fmt.Errorf("slot batch %d: must be at least 1", o.SlotBatch)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"no exporter image", func(o *Options) { o.ExporterImage = "" }, "exporter image must not be empty"},
 		{"no operator namespace", func(o *Options) { o.Namespace = "" }, "operator namespace must not be empty"},
 		{"no wave concurrency", func(o *Options) { o.WaveConcurrency = 0 }, "wave concurrency 0: must be at least 1"},
+		{"watched namespaces", func(o *Options) { o.WatchNamespaces = []string{"team-a", "team-b"} }, ""},
+		{"an empty watched namespace", func(o *Options) { o.WatchNamespaces = []string{"team-a", ""} }, `watch namespaces "team-a,": a namespace name is empty`},
+		{"a namespace watched twice", func(o *Options) { o.WatchNamespaces = []string{"team-a", "team-b", "team-a"} }, "team-a is listed twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,5 +40,46 @@ func TestOptionsValidate(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSplitNamespaces(t *testing.T) {
+	tests := []struct {
+		flag string
+		want []string
+	}{
+		{"", nil},
+		{"  ", nil},
+		{"team-a", []string{"team-a"}},
+		{"team-a, team-b", []string{"team-a", "team-b"}},
+		// Kept for Validate to refuse rather than silently dropped.
+		{"team-a,,team-b", []string{"team-a", "", "team-b"}},
+		{"team-a,", []string{"team-a", ""}},
+	}
+	for _, tt := range tests {
+		if got := SplitNamespaces(tt.flag); !slices.Equal(got, tt.want) {
+			t.Errorf("SplitNamespaces(%q) = %q, want %q", tt.flag, got, tt.want)
+		}
+	}
+}
+
+func TestWatches(t *testing.T) {
+	all, some := DefaultOptions(), DefaultOptions()
+	some.WatchNamespaces = []string{"team-a", "team-b"}
+	tests := []struct {
+		opts Options
+		ns   string
+		want bool
+	}{
+		{all, "anything", true},
+		{some, "team-a", true},
+		{some, "team-b", true},
+		{some, "team-c", false},
+		{some, "", false},
+	}
+	for _, tt := range tests {
+		if got := tt.opts.Watches(tt.ns); got != tt.want {
+			t.Errorf("watching %q, Watches(%q) = %v, want %v", tt.opts.WatchNamespaces, tt.ns, got, tt.want)
+		}
 	}
 }

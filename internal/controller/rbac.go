@@ -5,7 +5,10 @@ package controller
 // grant more or less than the code here calls. Reads through the manager's
 // cache need list and watch only; get is granted where a read goes around
 // the cache (the API reader). Leader election is not here: its Lease and
-// Events are granted by a Role in the operator's own namespace.
+// Events are granted by a Role in the operator's own namespace. A
+// namespace-scoped install (--watch-namespaces) grants the same rules split
+// by where each resource lives; a resource new to these markers must be
+// placed in rbacscope.Scopes, or make generate fails.
 //
 // The kinds the operator owns, and the users' clusters, whose finalizer it
 // patches and whose status every controller writes:

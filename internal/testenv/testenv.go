@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/rbacscope"
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
@@ -112,6 +113,67 @@ func (e *Env) UserWithClusterRole(ctx context.Context, name string, rules []rbac
 		return nil, fmt.Errorf("adding user %s: %w", name, err)
 	}
 	return user.Config(), nil
+}
+
+// UserWithRoles creates a new user of that name holding clusterRules
+// cluster-wide (a ClusterRole and its binding) and the rules of each
+// namespace of nsRules in that namespace only (a Role and its binding),
+// and returns the user's client configuration.
+func (e *Env) UserWithRoles(ctx context.Context, name string, clusterRules []rbacv1.PolicyRule, nsRules map[string][]rbacv1.PolicyRule) (*rest.Config, error) {
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}}
+	objs := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: clusterRules},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: subjects},
+	}
+	for ns, rules := range nsRules {
+		objs = append(objs,
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: subjects})
+	}
+	for _, o := range objs {
+		if err := e.Client.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("creating %T %s/%s: %w", o, o.GetNamespace(), name, err)
+		}
+	}
+	user, err := e.Env.AddUser(envtest.User{Name: name}, rest.CopyConfig(e.Config))
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	return user.Config(), nil
+}
+
+// NamespacedInstallRules are the rules of the namespace-scoped install as
+// make generate writes them into config/namespaced: cluster-wide, in each
+// watched namespace, and in the operator's namespace.
+func NamespacedInstallRules() (cluster, watched, operator []rbacv1.PolicyRule, err error) {
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	read := func(rel string) ([]rbacv1.PolicyRule, error) {
+		path := filepath.Join(root, rel)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var role rbacv1.ClusterRole // a Role's rules read the same
+		if err := yaml.Unmarshal(data, &role); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return role.Rules, nil
+	}
+	if cluster, err = read(rbacscope.KustomizeClusterRole); err != nil {
+		return nil, nil, nil, err
+	}
+	if watched, err = read(rbacscope.KustomizeWatchedRole); err != nil {
+		return nil, nil, nil, err
+	}
+	if operator, err = read(rbacscope.KustomizeOperatorRole); err != nil {
+		return nil, nil, nil, err
+	}
+	return cluster, watched, operator, nil
 }
 
 // OperatorClusterRole is the ClusterRole make generate writes from the
