@@ -46,9 +46,6 @@ func (w *world) bootstrap() ([]Action, bool) {
 			return []Action{wait(TierBootstrap, "waiting for nodes to learn each other", n.Name)}, true
 		}
 	}
-	if !w.slotsAgree() {
-		return []Action{wait(TierBootstrap, "waiting for nodes to agree on assigned slots", "")}, true
-	}
 	plan := EvenPlan(S)
 	primaries := make([]*node, S)
 	var adds []Action
@@ -67,11 +64,13 @@ func (w *world) bootstrap() ([]Action, bool) {
 				AddSlots: &AddSlots{Node: p.Name, Ranges: missing}})
 		}
 	}
-	if len(adds) > 0 {
-		return adds, true
-	}
-	if un := w.unassigned(); len(un) > 0 {
-		return []Action{wait(TierBootstrap, "slots left unassigned", FormatRanges(un))}, true
+	// A slot looks free only once every node agrees on what is assigned:
+	// one that has not heard of an assignment yet would make it look free.
+	// Attaching a replica touches no slot, so it needs no agreement and
+	// goes in the same wave: its sync then starts while the slots' news
+	// spreads.
+	if len(adds) > 0 && !w.slotsAgree() {
+		return []Action{wait(TierBootstrap, "waiting for nodes to agree on assigned slots", "")}, true
 	}
 	var attach []Action
 	var notes noted
@@ -86,11 +85,14 @@ func (w *world) bootstrap() ([]Action, bool) {
 		}
 		attach = append(attach, replicate(TierBootstrap, n, p))
 	}
-	if len(attach) > 0 {
-		return attach, true
+	if len(adds)+len(attach) > 0 {
+		return append(adds, attach...), true
 	}
 	if a, ok := notes.get(); ok {
 		return []Action{a}, true
+	}
+	if un := w.unassigned(); len(un) > 0 {
+		return []Action{wait(TierBootstrap, "slots left unassigned", FormatRanges(un))}, true
 	}
 	var activate []Action
 	for _, n := range members {

@@ -50,13 +50,15 @@ func TestBootstrapSteps(t *testing.T) {
 			member(ms, "n2").View.SlotsAssigned = 5
 			return ms
 		}, `Wait (waiting for nodes to agree on assigned slots)`},
-		{"every shard gets its contiguous range in one wave", func() []Member {
+		{"every shard gets its contiguous range and its replicas in one wave", func() []Member {
 			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
-		}, `AddSlots node=n1 slots=0-8191 (assigning slots: shard 0); AddSlots node=n2 slots=8192-16383 (assigning slots: shard 1)`},
+		}, `AddSlots node=n1 slots=0-8191 (assigning slots: shard 0); AddSlots node=n2 slots=8192-16383 (assigning slots: shard 1); ` +
+			`Replicate node=n3 primary=n1(id-n1) (attaching replica: n3 follows n1); Replicate node=n4 primary=n2(id-n2) (attaching replica: n4 follows n2)`},
 		{"then the next shard", func() []Member {
 			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
 				joining("n2", 1), joining("n3", 0), joining("n4", 1))
-		}, `AddSlots node=n2 slots=8192-16383 (assigning slots: shard 1)`},
+		}, `AddSlots node=n2 slots=8192-16383 (assigning slots: shard 1); ` +
+			`Replicate node=n3 primary=n1(id-n1) (attaching replica: n3 follows n1); Replicate node=n4 primary=n2(id-n2) (attaching replica: n4 follows n2)`},
 		{"replica attaches to its shard's primary", func() []Member {
 			return mesh(nd{name: "n1", shard: 0, life: LifecycleJoining, slots: rs(0, 8191)},
 				nd{name: "n2", shard: 1, life: LifecycleJoining, slots: rs(8192, 16383)},
