@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -105,5 +106,9 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&valkeyv1.ValkeyNode{}).
 		Owns(&corev1.Pod{}).
 		Named("valkeynode").
+		// Each node's reconcile touches only its own pod and ConfigMap; a
+		// wave that creates many nodes should get their pods in parallel,
+		// not one API round trip after another.
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.WaveConcurrency}).
 		Complete(r)
 }
