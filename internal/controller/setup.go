@@ -87,20 +87,24 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
-	// A Secret reaches the clusters whose TLS it is and, for the operator's
-	// own Secrets (auth, ACL, TLS copy), the cluster that owns it: a deleted
-	// {cluster}-operator-auth must be restored at once, not at the next
-	// resync.
-	bySecret := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	// A user's TLS Secret reaches the clusters whose TLS it is.
+	byTLSSecret := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list valkeyv1.ValkeyClusterList
 		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexTLSSecret: o.GetName()}); err != nil {
 			return nil
 		}
-		reqs := requestsFor(list.Items)
-		if name := o.GetLabels()[valkeyv1.LabelInstance]; name != "" && o.GetLabels()[valkeyv1.LabelManagedBy] == valkeyv1.LabelManagedByValue {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+		return requestsFor(list.Items)
+	})
+	// The operator's own Secrets (auth, ACL, TLS copy), which the cache
+	// holds, reach the cluster that owns them: a deleted
+	// {cluster}-operator-auth must be restored at once, not at the next
+	// resync.
+	byOwnSecret := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[valkeyv1.LabelInstance]
+		if name == "" || o.GetLabels()[valkeyv1.LabelManagedBy] != valkeyv1.LabelManagedByValue {
+			return nil
 		}
-		return reqs
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyCluster{}).
@@ -109,7 +113,8 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods())).
 		// A user's TLS Secret is not in the cache; its own watch reports it.
-		WatchesRawSource(source.Channel(secrets.events, bySecret)).
+		WatchesRawSource(source.Channel(secrets.events, byTLSSecret)).
+		Watches(&corev1.Secret{}, byOwnSecret).
 		Watches(&valkeyv1.ValkeyConfig{}, allClusters).
 		Watches(&valkeyv1.ValkeyImage{}, allClusters).
 		Watches(&valkeyv1.ValkeyRole{}, allClusters).
