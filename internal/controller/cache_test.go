@@ -56,7 +56,8 @@ func TestCacheHoldsOnlyTheOperatorsSecretsAndPods(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(time.Second) // past the reconcile that wrote Invalid
+	// Within 10 s, a third of the 30 s resync of an Invalid cluster: only
+	// the watch on the Secret can be that quick.
 	fixed := time.Now()
 	var sec corev1.Secret
 	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(user), &sec); err != nil {
