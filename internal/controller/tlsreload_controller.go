@@ -91,9 +91,10 @@ type reloadMemory struct {
 	loaded map[types.UID]string
 }
 
-// SetupTLSReload registers the TLS reload controller. It registers once per
-// manager and later calls do nothing, so a runtime whose nodes see other
-// paths (the local runtime) calls it with its mapping before Setup.
+// SetupTLSReload registers the TLS reload controller. SetupWithRuntime calls
+// it with the runtime's NodePath, because the local runtime's nodes read the
+// certificate files at other paths than a pod's. A manager holds one
+// controller named "tlsreload", so a second call fails.
 func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath NodePathFunc) error {
 	if err := opts.Validate(); err != nil {
 		return err
