@@ -32,15 +32,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-var aclLoads = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "valkey_acl_loads_total",
-	Help: "ACL LOAD commands issued to nodes, by result: success, rejected (the node refused the file) or unreachable.",
-}, []string{"namespace", "cluster", "result"})
-
-func init() {
-	register(aclLoads)
-}
-
 // ACLReloader makes every node of a cluster run the ACL file the cluster
 // controller rendered into Secret {cluster}-acl: it issues ACL LOAD (the
 // node reads its mounted file) and then compares the node's ACL LIST with

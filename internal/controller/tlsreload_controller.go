@@ -47,17 +47,6 @@ const annotationVerifiedLeaves = "valkey.gomomento.com/verified-leaves"
 // process uses, and where this process can read it.
 type NodePathFunc = func(namespace, pod, containerPath string) (string, error)
 
-var (
-	tlsCertNotAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "valkey_cluster_tls_certificate_not_after_seconds",
-		Help: "notAfter, in Unix seconds, of the earliest-expiring certificate the cluster's nodes serve.",
-	}, []string{"namespace", "cluster"})
-	tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "valkey_tls_reloads_total",
-		Help: "Certificate reloads issued to nodes, by result.",
-	}, []string{"namespace", "cluster", "result"})
-)
-
 // TLSReloader makes every node of a TLS cluster serve the material in the
 // cluster's copy Secret, without a restart: once the kubelet has projected
 // new files into a pod it re-issues the certificate-path directives, which
