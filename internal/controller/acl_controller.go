@@ -32,15 +32,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-var aclLoads = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "valkey_acl_loads_total",
-	Help: "ACL LOAD commands issued to nodes, by result: success, rejected (the node refused the file) or unreachable.",
-}, []string{"namespace", "cluster", "result"})
-
-func init() {
-	register(aclLoads)
-}
-
 // ACLReloader makes every node of a cluster run the ACL file the cluster
 // controller rendered into Secret {cluster}-acl: it issues ACL LOAD (the
 // node reads its mounted file) and then compares the node's ACL LIST with
@@ -284,7 +275,7 @@ func (r *ACLReloader) pass(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = r.node(ctx, vc, conn, pod, file, want)
+			out[i] = r.visit(ctx, vc, conn, pod, file, want)
 		}()
 	}
 	wg.Wait()
@@ -302,6 +293,17 @@ func (r *ACLReloader) pass(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 	return out
 }
 
+// visit brings one node to the rendered rules and counts the attempt.
+// The count is read off the outcome, so no way a node goes missing can
+// escape valkey_acl_loads_total{result="unreachable"}.
+func (r *ACLReloader) visit(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclUser) aclNode {
+	out := r.node(ctx, vc, conn, pod, file, want)
+	if result := aclLoadResult(out); result != "" {
+		aclLoads.WithLabelValues(vc.Namespace, vc.Name, result).Inc()
+	}
+	return out
+}
+
 // node loads the node's mounted ACL file and checks what it now runs.
 func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclUser) aclNode {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
@@ -309,7 +311,6 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 	n, err := conn.dial(ctx, pod.Name, pod.Status.PodIP)
 	if err != nil {
 		out.Unreachable = err
-		aclLoads.WithLabelValues(vc.Namespace, vc.Name, "unreachable").Inc()
 		log.Info("ACL LOAD failed, will retry next tick", "error", err.Error())
 		return out
 	}
@@ -326,15 +327,13 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 	if err := n.AclLoad(ctx); err != nil {
 		if isServerError(err) {
 			out.Rejected = err
-			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "rejected").Inc()
 		} else {
 			out.Unreachable = err
-			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "unreachable").Inc()
 		}
 		log.Info("ACL LOAD failed, will retry next tick", "error", err.Error())
 		return out
 	}
-	aclLoads.WithLabelValues(vc.Namespace, vc.Name, "success").Inc()
+	out.Applied = true
 	out.Diff = r.compare(ctx, n, want)
 	if out.Diff != "" {
 		log.V(1).Info("node's ACL rules differ from the rendered file", "diff", out.Diff)
@@ -396,18 +395,15 @@ func (r *ACLReloader) nodePerUser(ctx context.Context, vc *valkeyv1.ValkeyCluste
 		case isNoPerm(err):
 			// Its file predates the operator's per-user grants.
 			out.Unsafe, out.UnsafeErr = version.String(), err
-			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "rejected").Inc()
 		case isServerError(err):
 			out.Rejected = err
-			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "rejected").Inc()
 		default:
 			out.Unreachable = err
-			aclLoads.WithLabelValues(vc.Namespace, vc.Name, "unreachable").Inc()
 		}
 		log.Info("per-user ACL update failed, will retry next tick", "error", err.Error())
 		return out
 	}
-	aclLoads.WithLabelValues(vc.Namespace, vc.Name, "success").Inc()
+	out.Applied = true
 	log.V(1).Info("ACL rules applied one user at a time", "set", len(set), "deleted", del)
 	out.Diff = r.compare(ctx, n, want)
 	return out

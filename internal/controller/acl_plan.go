@@ -345,6 +345,24 @@ type aclNode struct {
 	// is not sent, and that refused the per-user update (UnsafeErr).
 	Unsafe    string
 	UnsafeErr error
+	// Applied: the node took ACL LOAD or the per-user update. A node that
+	// already ran the rendered rules was sent neither.
+	Applied bool
+}
+
+// aclLoadResult is the valkey_acl_loads_total result one visit counts
+// under, "" when nothing was sent. A node that went away at any step
+// counts as unreachable: the dial, INFO, ACL LIST and the load itself.
+func aclLoadResult(n aclNode) string {
+	switch {
+	case n.Unreachable != nil:
+		return "unreachable"
+	case n.Rejected != nil || n.Unsafe != "":
+		return "rejected"
+	case n.Applied:
+		return "success"
+	}
+	return ""
 }
 
 func (n aclNode) current() bool {

@@ -88,8 +88,6 @@ func resharding(prev *valkeyv1.ReshardingStatus, s topology.Summary) *valkeyv1.R
 	return out
 }
 
-// applyPlan sets state and the Ready/Progressing/Degraded conditions from
-// the planner's answer.
 // decideState is the planner's state for the lead action, except that a
 // cluster owing a roll is never Active until it is done: whatever the
 // planner does first (repairing a lost member, a replacement held back
@@ -102,7 +100,11 @@ func decideState(creating bool, lead topology.Action, o *observed) topology.Stat
 	return state
 }
 
+// applyPlan sets state and the Ready/Progressing/Degraded conditions from
+// the planner's answer.
 func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.State) {
+	// Read before a formed cluster drops its bootstrap snapshot.
+	shards, _ := desiredShape(vc)
 	vc.Status.State = valkeyv1.ClusterState(state)
 	vc.Status.Message = ""
 	if state == topology.StateActive && vc.Status.TargetSpec != nil && a.Done() {
@@ -118,14 +120,24 @@ func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.Sta
 		msg = describe(a)
 	}
 	setCondition(vc, valkeyv1.CondProgressing, boolStatus(progressing), reason, msg)
-	degraded := a.Tier == topology.TierStability
-	dmsg := "every shard has a healthy primary and its replicas"
-	dreason := valkeyv1.ReasonHealthy
-	if degraded {
-		dreason = actionReason(a)
-		dmsg = describe(a)
+	dstatus, dreason, dmsg := degraded(state, a, int(vc.Status.Shards), shards)
+	setCondition(vc, valkeyv1.CondDegraded, dstatus, dreason, dmsg)
+}
+
+// degraded is the Degraded condition for the planner's answer, given how
+// many of the wanted shards have a slot-holding primary. Only a repair
+// makes it True. While bootstrap runs nothing has failed, but shards are
+// still without a primary or replicas, so it must not claim they are all
+// healthy: that is what a user reads first on a cluster that never formed.
+func degraded(state topology.State, a topology.Action, primaries, shards int) (metav1.ConditionStatus, string, string) {
+	switch {
+	case a.Tier == topology.TierStability:
+		return metav1.ConditionTrue, actionReason(a), describe(a)
+	case state == topology.StateCreating:
+		return metav1.ConditionFalse, valkeyv1.ReasonBootstrapping,
+			fmt.Sprintf("bootstrap in progress: %d of %d shards have a primary serving slots; nothing has failed", primaries, shards)
 	}
-	setCondition(vc, valkeyv1.CondDegraded, boolStatus(degraded), dreason, dmsg)
+	return metav1.ConditionFalse, valkeyv1.ReasonHealthy, "every shard has a healthy primary and its replicas"
 }
 
 func readyReason(ready bool) string {

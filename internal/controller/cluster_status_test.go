@@ -3,6 +3,9 @@ package controller
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
@@ -63,6 +66,55 @@ func TestDecideStateOwedRoll(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := decideState(tt.want == topology.StateCreating, tt.lead, tt.o); got != tt.want {
 				t.Errorf("state %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// Degraded is True only for a repair. While bootstrap runs it is False but
+// does not claim that every shard has a healthy primary, which a cluster
+// without one yet would contradict in `kubectl valkey status`.
+func TestApplyPlanDegraded(t *testing.T) {
+	create := topology.Action{Kind: topology.KindCreateNode, Tier: topology.TierBootstrap, Reason: "creating node"}
+	addSlots := topology.Action{Kind: topology.KindAddSlots, Tier: topology.TierBootstrap, Reason: "assigning slots"}
+	repair := topology.Action{Kind: topology.KindFailover, Tier: topology.TierStability, Reason: "primary lost", Detail: "c-00000"}
+	done := topology.Action{Kind: topology.KindDone, Tier: topology.TierSteady}
+	tests := []struct {
+		name      string
+		creating  bool
+		primaries int32
+		lead      topology.Action
+		status    metav1.ConditionStatus
+		reason    string
+		message   string
+	}{
+		{"bootstrap, no primary yet", true, 0, create, metav1.ConditionFalse, valkeyv1.ReasonBootstrapping,
+			"bootstrap in progress: 0 of 3 shards have a primary serving slots; nothing has failed"},
+		{"bootstrap, some primaries", true, 2, addSlots, metav1.ConditionFalse, valkeyv1.ReasonBootstrapping,
+			"bootstrap in progress: 2 of 3 shards have a primary serving slots; nothing has failed"},
+		{"bootstrap, a repair", true, 2, repair, metav1.ConditionTrue, actionReason(repair), "primary lost: c-00000"},
+		{"formed by this pass", true, 3, done, metav1.ConditionFalse, valkeyv1.ReasonHealthy,
+			"every shard has a healthy primary and its replicas"},
+		{"formed, converged", false, 3, done, metav1.ConditionFalse, valkeyv1.ReasonHealthy,
+			"every shard has a healthy primary and its replicas"},
+		{"formed, a repair", false, 2, repair, metav1.ConditionTrue, actionReason(repair), "primary lost: c-00000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vc := &valkeyv1.ValkeyCluster{Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, ReplicasPerShard: 1}}
+			vc.Status.State = valkeyv1.StateActive
+			if tt.creating {
+				vc.Status.State = valkeyv1.StateCreating
+				vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: 3, ReplicasPerShard: 1}
+			}
+			vc.Status.Shards = tt.primaries
+			applyPlan(vc, tt.lead, topology.DecideState(tt.creating, tt.lead))
+			c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondDegraded)
+			if c == nil {
+				t.Fatal("no Degraded condition")
+			}
+			if c.Status != tt.status || c.Reason != tt.reason || c.Message != tt.message {
+				t.Errorf("Degraded %s %s %q, want %s %s %q", c.Status, c.Reason, c.Message, tt.status, tt.reason, tt.message)
 			}
 		})
 	}

@@ -11,7 +11,10 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 )
 
-// Operator metrics, served on the manager's /metrics with controller-runtime's own.
+// Operator metrics, served on the manager's /metrics with controller-runtime's
+// own. Every one is declared here and registered by the list in init, so
+// that MetricLabels, and the dashboards and alerts checked against it, see
+// them all.
 var (
 	clusterState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "valkey_cluster_state",
@@ -33,10 +36,56 @@ var (
 		Name: "valkey_operator_actions_total",
 		Help: "Topology actions performed, by kind and result.",
 	}, []string{"namespace", "cluster", "kind", "result"})
+
+	// The TLS reloader's.
+	tlsCertNotAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_tls_certificate_not_after_seconds",
+		Help: "notAfter, in Unix seconds, of the earliest-expiring certificate the cluster's nodes serve.",
+	}, []string{"namespace", "cluster"})
+	tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "valkey_tls_reloads_total",
+		Help: "Certificate reloads issued to nodes, by result.",
+	}, []string{"namespace", "cluster", "result"})
+
+	// The ACL reloader's.
+	aclLoads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "valkey_acl_loads_total",
+		Help: "ACL LOAD commands issued to nodes, by result: success, rejected (the node refused the file) or unreachable.",
+	}, []string{"namespace", "cluster", "result"})
+
+	// Per-node utilisation, as the autoscaler last sampled it, and its
+	// decisions.
+	nodeMemoryPercent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_node_memory_percent",
+		Help: "used_memory as a percentage of maxmemory (else of the memory limit); absent without either.",
+	}, []string{"namespace", "cluster", "node"})
+	nodeCPUPercent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_node_cpu_percent",
+		Help: "Process CPU over the last sampling interval as a percentage of the CPU limit; absent without one.",
+	}, []string{"namespace", "cluster", "node"})
+	nodeBandwidthMbps = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_node_bandwidth_mbps",
+		Help: "Inbound plus outbound network throughput over the last sampling interval, in Mbit/s.",
+	}, []string{"namespace", "cluster", "node"})
+	nodeUsedMemoryBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_node_used_memory_bytes",
+		Help: "Valkey's used_memory at the last sample.",
+	}, []string{"namespace", "cluster", "node"})
+	autoscalingDesiredShards = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_autoscaling_desired_shards",
+		Help: "The autoscaler's shard target (status.autoscaling.desiredShards).",
+	}, []string{"namespace", "cluster"})
+	autoscalingDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "valkey_cluster_autoscaling_decisions_total",
+		Help: "Autoscaling decisions, by direction (ScaleOut, ScaleIn).",
+	}, []string{"namespace", "cluster", "direction"})
 )
 
 func init() {
-	register(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal, tlsCertNotAfter, tlsReloads)
+	register(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal,
+		tlsCertNotAfter, tlsReloads,
+		aclLoads,
+		nodeMemoryPercent, nodeCPUPercent, nodeBandwidthMbps, nodeUsedMemoryBytes, autoscalingDesiredShards, autoscalingDecisions)
 }
 
 // registered is every collector the operator adds to the manager's registry.

@@ -47,17 +47,6 @@ const annotationVerifiedLeaves = "valkey.gomomento.com/verified-leaves"
 // process uses, and where this process can read it.
 type NodePathFunc = func(namespace, pod, containerPath string) (string, error)
 
-var (
-	tlsCertNotAfter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "valkey_cluster_tls_certificate_not_after_seconds",
-		Help: "notAfter, in Unix seconds, of the earliest-expiring certificate the cluster's nodes serve.",
-	}, []string{"namespace", "cluster"})
-	tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "valkey_tls_reloads_total",
-		Help: "Certificate reloads issued to nodes, by result.",
-	}, []string{"namespace", "cluster", "result"})
-)
-
 // TLSReloader makes every node of a TLS cluster serve the material in the
 // cluster's copy Secret, without a restart: once the kubelet has projected
 // new files into a pod it re-issues the certificate-path directives, which
@@ -91,9 +80,10 @@ type reloadMemory struct {
 	loaded map[types.UID]string
 }
 
-// SetupTLSReload registers the TLS reload controller. It registers once per
-// manager and later calls do nothing, so a runtime whose nodes see other
-// paths (the local runtime) calls it with its mapping before Setup.
+// SetupTLSReload registers the TLS reload controller. SetupWithRuntime calls
+// it with the runtime's NodePath, because the local runtime's nodes read the
+// certificate files at other paths than a pod's. A manager holds one
+// controller named "tlsreload", so a second call fails.
 func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath NodePathFunc) error {
 	if err := opts.Validate(); err != nil {
 		return err

@@ -185,7 +185,10 @@ type reloadReport struct {
 	// without the bundle step looks like. UntrustedMessage is the Warning.
 	Untrusted        []string
 	UntrustedMessage string
-	// Failures are "node: error" lines for the ReloadFailed Warning.
+	// Failures are sorted "node: error" lines for the ReloadFailed
+	// condition's message: a failed reload, or a confirming handshake that
+	// failed for another reason than trust (that one is ServedCertNotTrusted).
+	// The ReloadFailed Events come from the outcomes, one per failed reload.
 	Failures []string
 	// RotationComplete asks for the Normal Event: every node now serves the
 	// Secret's material after a change.

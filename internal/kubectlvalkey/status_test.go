@@ -61,6 +61,21 @@ func TestWriteStatus(t *testing.T) {
 			}},
 	}
 
+	// As the operator writes it before any shard has a primary.
+	bootstrapping := tlsCluster()
+	bootstrapping.Spec.TLS = nil
+	bootstrapping.Spec.Shards = 3
+	bootstrapping.Status = valkeyv1.ValkeyClusterStatus{
+		State: valkeyv1.StateCreating,
+		Nodes: []string{"cache-1a2b3", "cache-4c5d6", "cache-7e8f9"},
+		Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Bootstrapping", Message: "waiting for pods to run: cache-1a2b3"},
+			{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Wait", Message: "waiting for pods to run: cache-1a2b3"},
+			{Type: "Degraded", Status: metav1.ConditionFalse, Reason: "Bootstrapping",
+				Message: "bootstrap in progress: 0 of 3 shards have a primary serving slots; nothing has failed"},
+		},
+	}
+
 	cases := []struct {
 		name  string
 		vc    *valkeyv1.ValkeyCluster
@@ -114,6 +129,27 @@ Resharding:  2461/5461 slots moved, 3000 to go
 
 CONDITION  STATUS  REASON  MESSAGE
 -          -       -       -
+
+SHARD  PRIMARY  REPLICAS  SLOTS  SLOT COUNT
+
+NODE  SHARD  ROLE  LIFECYCLE  POD IP
+`,
+		},
+		{
+			name: "bootstrap before any shard has a primary",
+			vc:   bootstrapping,
+			want: `Cluster:  app/cache
+State:    Creating
+Message:  -
+Spec:     shards 3, replicasPerShard 1
+Shards:   0
+Nodes:    0 ready of 3
+Slots:    0/16384 assigned
+
+CONDITION    STATUS  REASON         MESSAGE
+Ready        False   Bootstrapping  waiting for pods to run: cache-1a2b3
+Progressing  True    Wait           waiting for pods to run: cache-1a2b3
+Degraded     False   Bootstrapping  bootstrap in progress: 0 of 3 shards have a primary serving slots; nothing has failed
 
 SHARD  PRIMARY  REPLICAS  SLOTS  SLOT COUNT
 

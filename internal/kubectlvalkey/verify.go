@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/dnsname"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
@@ -111,7 +112,7 @@ func (v *Verifier) load(ctx context.Context) (*subject, error) {
 		return nil, fmt.Errorf("ValkeyCluster %s has no spec.tls: it is a plaintext cluster, there is no TLS to verify", key)
 	}
 	s := &subject{
-		service: fmt.Sprintf("%s.%s.svc.%s", render.ServiceName(v.Cluster), v.Namespace, v.domain()),
+		service: dnsname.Service(v.Cluster, v.Namespace, v.domain()),
 		secret:  vc.Spec.TLS.SecretRef,
 		caPEM:   v.CA,
 	}

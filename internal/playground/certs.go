@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math/big"
 	"time"
+
+	"github.com/gomomento/valkey-operator/internal/dnsname"
 )
 
 // certificates are what cert-manager's CA issuer would produce for the
@@ -46,11 +48,10 @@ func issue(cluster, namespace, domain string) (*certificates, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating leaf key: %w", err)
 	}
-	service := fmt.Sprintf("%s.%s.svc.%s", cluster, namespace, domain)
 	leafTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: service},
-		DNSNames:     []string{service, "*." + service},
+		Subject:      pkix.Name{CommonName: dnsname.Service(cluster, namespace, domain)},
+		DNSNames:     dnsname.SANs(cluster, namespace, domain),
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(90 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/dnsname"
 )
 
 // The sample cluster of config/samples: the TLS page's example.
@@ -66,7 +67,7 @@ func Install(ctx context.Context, c client.Client, samplesDir, outDir, clusterDo
 	}
 	return &Sample{
 		CAFile:  filepath.Join(outDir, "ca.crt"),
-		Service: fmt.Sprintf("%s.%s.svc.%s", Cluster, Namespace, clusterDomain),
+		Service: dnsname.Service(Cluster, Namespace, clusterDomain),
 	}, nil
 }
 

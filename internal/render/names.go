@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/gomomento/valkey-operator/internal/dnsname"
 )
 
 // Object names and data keys: the one place that spells them.
 
 // ServiceName is the headless Service, and the pods' DNS subdomain.
+// It is the cluster's name, which dnsname relies on to spell the DNS names
+// under it without a lookup.
 func ServiceName(cluster string) string { return cluster }
 
 // OperatorAuthSecretName holds the system users' passwords.
@@ -79,5 +83,5 @@ func NewNodeName(cluster string, random io.Reader) (string, error) {
 // PodFQDN is the DNS name a node announces in TLS mode and the operator
 // verifies the node's certificate against.
 func PodFQDN(pod, cluster, namespace, clusterDomain string) string {
-	return fmt.Sprintf("%s.%s.%s.svc.%s", pod, ServiceName(cluster), namespace, domainOrDefault(clusterDomain))
+	return dnsname.Pod(pod, cluster, namespace, clusterDomain)
 }

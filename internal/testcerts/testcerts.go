@@ -28,6 +28,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gomomento/valkey-operator/internal/dnsname"
 )
 
 // Secret keys, as in a kubernetes.io/tls Secret written by cert-manager.
@@ -202,8 +204,7 @@ func WithKeyEncoding(e KeyEncoding) LeafOption {
 // SANs returns the two DNS names a cluster's certificate must carry:
 // the Service name and the wildcard covering each pod's announced name.
 func SANs(cluster, namespace, domain string) []string {
-	service := fmt.Sprintf("%s.%s.svc.%s", cluster, namespace, domain)
-	return []string{service, "*." + service}
+	return dnsname.SANs(cluster, namespace, domain)
 }
 
 // Leaf issues a certificate for a ValkeyCluster, signed by ca, carrying the

@@ -9,10 +9,11 @@ package tlssecret
 
 import (
 	"crypto/x509"
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gomomento/valkey-operator/internal/dnsname"
 )
 
 // Keys a cluster's TLS Secret must hold.
@@ -26,7 +27,7 @@ const (
 var RequiredKeys = []string{KeyCert, KeyPrivateKey, KeyCA}
 
 // DefaultClusterDomain is used when Input.ClusterDomain is empty.
-const DefaultClusterDomain = "cluster.local"
+const DefaultClusterDomain = dnsname.DefaultClusterDomain
 
 // Input is everything validation looks at.
 type Input struct {
@@ -49,11 +50,7 @@ func (f *Failure) Error() string { return f.Message }
 // RequiredSANs returns the Service name and the wildcard for the pods'
 // announced names, in the order check 6 reports them.
 func RequiredSANs(cluster, namespace, domain string) []string {
-	if domain == "" {
-		domain = DefaultClusterDomain
-	}
-	service := fmt.Sprintf("%s.%s.svc.%s", cluster, namespace, domain)
-	return []string{service, "*." + service}
+	return dnsname.SANs(cluster, namespace, domain)
 }
 
 // check inspects one property, assuming every earlier check passed.

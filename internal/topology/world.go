@@ -65,7 +65,9 @@ type world struct {
 	ownedBy  map[string][]SlotRange
 	holders  []string // IDs owning slots, sorted
 	failFlag map[string]bool
-	// pfailFlag: flagged fail or pfail by every live node that knows it.
+	// pfailAll holds the IDs every live node that knows them flags fail or
+	// pfail: a slot holder that is no member of this cluster is treated as
+	// down only when no live peer still reaches it.
 	pfailAll map[string]bool
 	batch    int
 }
