@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -269,12 +270,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 	}
 	r.reportContainerFailures(vc, failures, held)
 	lead := wave.Lead()
-	names := make([]string, 0, len(o.nodes))
-	for n := range o.nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	applySummary(vc, topology.Summarize(in), names)
+	applySummary(vc, topology.Summarize(in), o.names())
 	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&
 		(p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory) {
 		// Once per hold: the figures in the message move with every write.
@@ -416,11 +412,7 @@ func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *obser
 	if len(o.unreachable) == 0 {
 		return
 	}
-	names := make([]string, 0, len(o.unreachable))
-	for n := range o.unreachable {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(o.unreachable))
 	first := o.unreachable[names[0]]
 	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonUnreachable,
 		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))

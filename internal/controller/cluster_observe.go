@@ -3,8 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +30,9 @@ type observed struct {
 	// unreachable maps a running node to why it could not be asked.
 	unreachable map[string]error
 }
+
+// names are the view's nodes, sorted.
+func (o *observed) names() []string { return slices.Sorted(maps.Keys(o.nodes)) }
 
 // has reports whether the view holds node.
 func (o *observed) has(node string) bool {
@@ -96,12 +99,7 @@ func podState(p *corev1.Pod) topology.Pod {
 // running node for its view concurrently. desired gives each shard's current
 // node spec, to tell outdated nodes.
 func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn *connector, desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)) error {
-	names := make([]string, 0, len(o.nodes))
-	for name := range o.nodes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-
+	names := o.names()
 	o.members = make([]topology.Member, len(names))
 	var wg sync.WaitGroup
 	var mu sync.Mutex

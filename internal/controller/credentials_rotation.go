@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,7 +147,7 @@ func (r *ClusterReconciler) writeAuth(ctx context.Context, s *corev1.Secret, p r
 // passwords yet ("" when all do). A node not running yet will mount the
 // ACL file that already names them.
 func (r *ClusterReconciler) notAccepting(ctx context.Context, o *observed, conn *connector, p render.Passwords) string {
-	for _, name := range sortedNodes(o) {
+	for _, name := range o.names() {
 		if err, ok := o.unreachable[name]; ok {
 			return fmt.Sprintf("node %s unreachable: %v", name, err)
 		}
@@ -180,7 +179,7 @@ func (r *ClusterReconciler) notAccepting(ctx context.Context, o *observed, conn 
 // it could not ("" when done). Every node must run: one starting now could
 // have mounted the previous password.
 func (r *ClusterReconciler) setPrimaryAuth(ctx context.Context, o *observed, conn *connector, password string) string {
-	for _, name := range sortedNodes(o) {
+	for _, name := range o.names() {
 		pod := o.pods[name]
 		if pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
 			return fmt.Sprintf("node %s to run", name)
@@ -198,13 +197,4 @@ func (r *ClusterReconciler) setPrimaryAuth(ctx context.Context, o *observed, con
 		}
 	}
 	return ""
-}
-
-func sortedNodes(o *observed) []string {
-	names := make([]string, 0, len(o.nodes))
-	for n := range o.nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
