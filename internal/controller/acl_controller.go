@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	vkgo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -325,7 +323,7 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 		return r.nodePerUser(ctx, vc, n, file, want, out, version)
 	}
 	if err := n.AclLoad(ctx); err != nil {
-		if isServerError(err) {
+		if valkey.IsServerError(err) {
 			out.Rejected = err
 		} else {
 			out.Unreachable = err
@@ -392,10 +390,10 @@ func (r *ACLReloader) nodePerUser(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	}
 	if err != nil {
 		switch {
-		case isNoPerm(err):
+		case valkey.IsNoPermission(err):
 			// Its file predates the operator's per-user grants.
 			out.Unsafe, out.UnsafeErr = version.String(), err
-		case isServerError(err):
+		case valkey.IsServerError(err):
 			out.Rejected = err
 		default:
 			out.Unreachable = err
@@ -423,19 +421,6 @@ func (r *ACLReloader) compare(ctx context.Context, n *valkey.Node, want map[stri
 		return "unreadable ACL LIST: " + err.Error()
 	}
 	return diffACL(want, got)
-}
-
-// isServerError tells an error reply from the node (it answered, and
-// refused) from a failure to get an answer.
-func isServerError(err error) bool {
-	var ve *vkgo.ValkeyError
-	return errors.As(err, &ve)
-}
-
-// isNoPerm tells a command the operator's user may not run.
-func isNoPerm(err error) bool {
-	var ve *vkgo.ValkeyError
-	return errors.As(err, &ve) && strings.HasPrefix(ve.Error(), "NOPERM")
 }
 
 // writeStatus writes only the ACLApplied condition.

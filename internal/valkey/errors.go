@@ -17,6 +17,13 @@ func IsNoPermission(err error) bool {
 	return serverErrorHasPrefix(err, "NOPERM")
 }
 
+// IsServerError reports whether err is an error reply from the node: it
+// answered, and refused, as opposed to a failure to get an answer.
+func IsServerError(err error) bool {
+	var ve *valkey.ValkeyError
+	return errors.As(err, &ve)
+}
+
 func serverErrorHasPrefix(err error, prefix string) bool {
 	var ve *valkey.ValkeyError
 	return errors.As(err, &ve) && strings.HasPrefix(ve.Error(), prefix)
