@@ -2,11 +2,9 @@ package controller
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -170,12 +168,11 @@ func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	pins := parsePins(copySecret.Annotations[annotationVerifiedLeaves])
 	mem := r.memory(req.NamespacedName, want.Hash)
 	pass := reloadPass{
-		r:        r,
-		cluster:  &vc,
-		caPEM:    copySecret.Data[tlssecret.KeyCA],
-		pins:     pins,
-		password: password,
-		want:     want,
+		r:       r,
+		cluster: &vc,
+		conn: &connector{cluster: &vc, domain: r.Options.ClusterDomain, password: password,
+			caPEM: copySecret.Data[tlssecret.KeyCA], pins: pins, dialer: r.Dialer},
+		want: want,
 	}
 	outcomes := pass.run(ctx, pods, mem)
 
@@ -237,12 +234,12 @@ func (r *TLSReloader) forget(key types.NamespacedName) {
 
 // reloadPass is one pass over a cluster's nodes.
 type reloadPass struct {
-	r        *TLSReloader
-	cluster  *valkeyv1.ValkeyCluster
-	caPEM    []byte
-	pins     []string
-	password string
-	want     tlsFiles
+	r       *TLSReloader
+	cluster *valkeyv1.ValkeyCluster
+	// conn dials as every controller does: the copy Secret's CA, the pins
+	// of leaves already verified, the pod's FQDN as server name.
+	conn *connector
+	want tlsFiles
 }
 
 // run handles every node concurrently, so one slow or failing node
@@ -285,11 +282,8 @@ func (p *reloadPass) run(ctx context.Context, pods []*corev1.Pod, mem *reloadMem
 // a reload confirmed one.
 func (p *reloadPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (nodeOutcome, string) {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
-	addr := net.JoinHostPort(pod.Status.PodIP, fmt.Sprint(render.PortValkey))
-	serverName := render.PodFQDN(pod.Name, p.cluster.Name, p.cluster.Namespace, p.r.Options.ClusterDomain)
-
 	n := nodeTLS{Name: pod.Name, Loaded: loaded}
-	n.Served = p.probe(ctx, addr, serverName)
+	n.Served = p.probe(ctx, pod)
 	if p.r.NodePath != nil {
 		files, err := p.readFiles(pod.Name)
 		if err != nil {
@@ -304,13 +298,13 @@ func (p *reloadPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (
 		return o, ""
 	}
 	result := "success"
-	if err := p.reload(ctx, pod.Name, addr, serverName); err != nil {
+	if err := p.reload(ctx, pod); err != nil {
 		result = "failure"
 		o.ReloadErr = err
 		log.Info("TLS reload failed", "error", err.Error())
 	} else {
 		o.Reloaded = true
-		o.After.Served = p.probe(ctx, addr, serverName)
+		o.After.Served = p.probe(ctx, pod)
 	}
 	tlsReloads.WithLabelValues(p.cluster.Namespace, p.cluster.Name, result).Inc()
 	if o.Reloaded && n.Files != nil && o.After.Served.Err == nil && o.After.Served.Fingerprint == n.Files.Leaf {
@@ -357,24 +351,6 @@ func (p *reloadPass) readFiles(pod string) (tlsFiles, error) {
 // warning, not a reason to stop managing the cluster (the cluster stays
 // Active), and a rotation is how it gets fixed, so the reload must reach a
 // node that serves one. crypto/tls's own check is replaced, not skipped:
-// VerifyConnection runs on every handshake and its error aborts it.
-func (p *reloadPass) tlsConfig(serverName string, seen *servedCert) *tls.Config {
-	return &tls.Config{
-		ServerName:         serverName,
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			s, err := verifyServed(cs.PeerCertificates, serverName, p.caPEM, p.pins)
-			if err != nil {
-				return err
-			}
-			if seen != nil {
-				*seen = s
-			}
-			return nil
-		},
-	}
-}
 
 // verifyServed accepts a served chain whose leaf names serverName and
 // which caPEM trusts or whose leaf is pinned.
@@ -417,71 +393,43 @@ func shortFingerprint(fp string) string {
 	return fp
 }
 
-// handshake opens a verified TLS connection to addr.
-func (p *reloadPass) handshake(ctx context.Context, addr string, cfg *tls.Config) (*tls.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, valkey.DefaultTimeout)
-	defer cancel()
-	dial := p.r.Dialer
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	raw, err := dial(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
-	}
-	conn := tls.Client(raw, cfg)
-	if err := conn.HandshakeContext(ctx); err != nil {
-		_ = raw.Close()
-		return nil, fmt.Errorf("TLS handshake with %s as %q: %w", addr, cfg.ServerName, err)
-	}
-	return conn, nil
-}
-
 // probe reads the certificate a node serves to a new connection.
-func (p *reloadPass) probe(ctx context.Context, addr, serverName string) servedCert {
-	var seen servedCert
-	conn, err := p.handshake(ctx, addr, p.tlsConfig(serverName, &seen))
+func (p *reloadPass) probe(ctx context.Context, pod *corev1.Pod) servedCert {
+	t := p.conn.target(pod.Name, pod.Status.PodIP)
+	chain, err := valkey.ServedCertificate(ctx, t)
 	if err != nil {
 		return servedCert{Err: err}
 	}
-	_ = conn.Close()
-	return seen
+	s, err := verifyServed(chain, t.TLS.ServerName, p.conn.caPEM, p.conn.pins)
+	if err != nil {
+		return servedCert{Err: err}
+	}
+	return s
 }
 
 // reload re-issues the certificate-path directives with the paths the node
 // already uses; Valkey treats them as volatile and rebuilds its TLS context
 // from the files even though the values are unchanged.
-func (p *reloadPass) reload(ctx context.Context, pod, addr, serverName string) error {
+func (p *reloadPass) reload(ctx context.Context, pod *corev1.Pod) error {
 	kv := make([]string, 0, 6)
 	for _, d := range []struct{ name, path string }{
 		{"tls-cert-file", render.TLSCertFile},
 		{"tls-key-file", render.TLSKeyFile},
 		{"tls-ca-cert-file", render.TLSCAFile},
 	} {
-		path, err := p.path(pod, d.path)
+		path, err := p.path(pod.Name, d.path)
 		if err != nil {
 			return err
 		}
 		kv = append(kv, d.name, path)
 	}
-	cfg := p.tlsConfig(serverName, nil)
-	n, err := valkey.Dial(ctx, valkey.Target{
-		Address:  addr,
-		Username: render.OperatorUser,
-		Password: p.password,
-		// The TLS handshake is made here, with the reload's verification
-		// (see tlsConfig), so Target.TLS stays unset: the valkey package
-		// layers no second TLS on what the dialer returns.
-		Dialer: func(ctx context.Context, _, a string) (net.Conn, error) {
-			return p.handshake(ctx, a, cfg)
-		},
-	})
+	n, err := p.conn.dial(ctx, pod.Name, pod.Status.PodIP)
 	if err != nil {
-		return fmt.Errorf("connecting to node %s: %w", pod, err)
+		return err
 	}
 	defer n.Close()
 	if err := n.ConfigSet(ctx, kv...); err != nil {
-		return fmt.Errorf("reloading certificates on node %s: %w", pod, err)
+		return fmt.Errorf("reloading certificates on node %s: %w", pod.Name, err)
 	}
 	return nil
 }

@@ -10,9 +10,9 @@ import (
 // ServedCertificate does a bare TLS handshake with t (verified against
 // t.TLS.CA and t.TLS.ServerName) and returns the chain the node presents,
 // leaf first. It sends no command, so it needs no credentials: an observer
-// holding only the CA can see which certificate a node serves. The operator
-// confirms its own reloads with a handshake that also accepts pinned leaves
-// (the TLS reloader's probe), since mid-rotation ca.crt may not trust them.
+// holding only the CA can see which certificate a node serves. The TLS
+// reloader confirms its reloads with it, passing t.TLS.Verify that also
+// accepts pinned leaves, since mid-rotation ca.crt may not trust them.
 func ServedCertificate(ctx context.Context, t Target) ([]*x509.Certificate, error) {
 	if t.TLS == nil {
 		return nil, errors.New("reading served certificate: target has no TLS settings")
