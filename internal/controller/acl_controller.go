@@ -26,7 +26,6 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
-	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -139,7 +138,7 @@ func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		// defect to report, not a reason to stop reloading.
 		return ctrl.Result{}, fmt.Errorf("reading the ACL file in Secret %s: %w", secretName, err)
 	}
-	conn, err := r.connector(ctx, &vc)
+	conn, err := nodeConnector(ctx, r, &vc, r.Options.ClusterDomain, r.Dialer)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -188,26 +187,6 @@ func (r *ACLReloader) tick() time.Duration {
 		return r.Options.ACLReloadInterval
 	}
 	return DefaultOptions().ACLReloadInterval
-}
-
-// connector authenticates as the operator user and, for a TLS cluster,
-// verifies nodes as the cluster controller does: against the copy
-// Secret's CA, or a leaf the operator verified before.
-func (r *ACLReloader) connector(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*connector, error) {
-	password, err := operatorPassword(ctx, r, vc)
-	if err != nil {
-		return nil, err
-	}
-	c := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: password, dialer: r.Dialer}
-	if vc.Spec.TLS != nil {
-		var copySecret corev1.Secret
-		if err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.NodeTLSSecretName(vc.Name)}, &copySecret); err != nil {
-			return nil, fmt.Errorf("reading Secret %s: %w", render.NodeTLSSecretName(vc.Name), err)
-		}
-		c.caPEM = copySecret.Data[tlssecret.KeyCA]
-		c.pins = parsePins(copySecret.Annotations[annotationVerifiedLeaves])
-	}
-	return c, nil
 }
 
 // memory returns the cluster's pacing state and whether this pass visits

@@ -25,8 +25,6 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
-	"github.com/gomomento/valkey-operator/internal/render"
-	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
 
 // maxSamples is the API's bound on a node's sample history.
@@ -167,7 +165,7 @@ func (r *Autoscaler) forget(key types.NamespacedName) {
 // sample reads every running node once, concurrently, and writes each
 // node's new sample into its status.
 func (r *Autoscaler) sample(ctx context.Context, vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) error {
-	conn, err := r.connector(ctx, vc)
+	conn, err := nodeConnector(ctx, r, vc, r.Options.ClusterDomain, r.Dialer)
 	if err != nil {
 		return err
 	}
@@ -267,25 +265,6 @@ func (r *Autoscaler) sampleNode(ctx context.Context, conn *connector, vc *valkey
 		return fmt.Errorf("recording utilisation of node %s: %w", n.Name, err)
 	}
 	return nil
-}
-
-// connector authenticates as the operator user and, for a TLS cluster,
-// verifies nodes as the cluster controller does.
-func (r *Autoscaler) connector(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*connector, error) {
-	password, err := operatorPassword(ctx, r, vc)
-	if err != nil {
-		return nil, err
-	}
-	c := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: password, dialer: r.Dialer}
-	if vc.Spec.TLS != nil {
-		var copySecret corev1.Secret
-		if err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.NodeTLSSecretName(vc.Name)}, &copySecret); err != nil {
-			return nil, fmt.Errorf("reading Secret %s: %w", render.NodeTLSSecretName(vc.Name), err)
-		}
-		c.caPEM = copySecret.Data[tlssecret.KeyCA]
-		c.pins = parsePins(copySecret.Annotations[annotationVerifiedLeaves])
-	}
-	return c, nil
 }
 
 // nodeLimits are the container limits the pod renders from the node's

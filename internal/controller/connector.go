@@ -6,15 +6,20 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
+
+// DialFunc opens a connection to a node.
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // connector dials the nodes of one cluster as the operator's system user:
 // at the pod IP, and in TLS mode verified against the cluster's CA with the
@@ -28,7 +33,7 @@ type connector struct {
 	// serving; they keep a node reachable while a CA rotation that skipped
 	// the bundle step is being pushed to it.
 	pins   []string
-	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	dialer DialFunc
 }
 
 func (c *connector) target(name, ip string) valkey.Target {
@@ -60,6 +65,50 @@ func (c *connector) dial(ctx context.Context, name, ip string) (*valkey.Node, er
 		return nil, fmt.Errorf("connecting to node %s at %s: %w", name, ip, err)
 	}
 	return n, nil
+}
+
+// nodeConnector is how every controller but the cluster controller (which
+// has the passwords and the copy Secret already) reaches a cluster's
+// nodes: as the operator user and, for a TLS cluster, verified against the
+// copy Secret's CA or a leaf the operator verified before.
+func nodeConnector(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster, domain string, dialer DialFunc) (*connector, error) {
+	password, err := operatorPassword(ctx, c, vc)
+	if err != nil {
+		return nil, err
+	}
+	conn := &connector{cluster: vc, domain: domain, password: password, dialer: dialer}
+	if vc.Spec.TLS != nil {
+		var copySecret corev1.Secret
+		if err := c.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.NodeTLSSecretName(vc.Name)}, &copySecret); err != nil {
+			return nil, fmt.Errorf("reading Secret %s: %w", render.NodeTLSSecretName(vc.Name), err)
+		}
+		conn.caPEM = copySecret.Data[tlssecret.KeyCA]
+		conn.pins = parsePins(copySecret.Annotations[annotationVerifiedLeaves])
+	}
+	return conn, nil
+}
+
+// annotationVerifiedLeaves, on the copy Secret, lists the fingerprints of
+// leaves the operator has verified nodes serving. When a CA is rotated
+// without the bundle step, the new ca.crt no longer trusts what the nodes
+// still serve, yet the operator must connect to them to issue the very
+// reload that fixes it. It then accepts a node whose leaf is one it
+// verified before (the handshake still proves the node holds that leaf's
+// key, and the hostname is still checked), rather than trusting the old CA
+// wholesale: a CA is often rotated because it can no longer be trusted. It
+// is kept on the copy Secret, not in memory, so an operator restart in the
+// middle of a rotation does not strand the nodes.
+const annotationVerifiedLeaves = "valkey.gomomento.com/verified-leaves"
+
+// parsePins reads the verified-leaf annotation.
+func parsePins(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // operatorPassword reads the password of the operator's system user from

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -139,9 +138,6 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	}
 	return SetupMetering(mgr, opts)
 }
-
-// DialFunc opens a connection to a node.
-type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 func managedPods() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {

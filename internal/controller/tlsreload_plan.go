@@ -305,14 +305,3 @@ func nextPins(old []string, nodes []nodeOutcome) []string {
 	}
 	return out
 }
-
-// parsePins reads the verified-leaf annotation.
-func parsePins(v string) []string {
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
