@@ -1,4 +1,4 @@
-// Package topology decides the single next step that moves a Valkey cluster
+// Package topology decides the next wave of steps that moves a Valkey cluster
 // towards its desired shape.
 //
 // Plan is a pure function of what the reconciler observed on this tick: the
