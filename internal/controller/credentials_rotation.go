@@ -55,17 +55,29 @@ const annotationCredentialsRotating = "valkey.gomomento.com/credentials-rotating
 // whether one is under way, so the cluster is looked at again soon.
 func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *connector) (bool, error) {
 	key := client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}
-	var s corev1.Secret
-	if err := r.APIReader.Get(ctx, key, &s); err != nil {
-		return false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
-	}
-	p, err := render.PasswordsFromSecret(&s)
-	if err != nil {
-		return false, fmt.Errorf("secret %s: %w", key.Name, err)
-	}
 	requested := vc.Annotations[valkeyv1.AnnotationRotateCredentials]
+	step := func(c client.Reader) (rotationStep, *corev1.Secret, render.Passwords, error) {
+		var s corev1.Secret
+		if err := c.Get(ctx, key, &s); err != nil {
+			return rotationIdle, nil, render.Passwords{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+		}
+		p, err := render.PasswordsFromSecret(&s)
+		if err != nil {
+			return rotationIdle, nil, render.Passwords{}, fmt.Errorf("secret %s: %w", key.Name, err)
+		}
+		return nextRotationStep(p, requested, s.Annotations[valkeyv1.AnnotationCredentialsRotated]), &s, p, nil
+	}
+	// The cache answers the common case, no rotation, without a request to
+	// the API server; a step is decided again on a fresh read before it acts.
+	if st, _, _, err := step(r.Client); err != nil || st == rotationIdle {
+		return false, err
+	}
+	st, s, p, err := step(r.APIReader)
+	if err != nil {
+		return false, err
+	}
 	log := logFrom(ctx)
-	switch nextRotationStep(p, requested, s.Annotations[valkeyv1.AnnotationCredentialsRotated]) {
+	switch st {
 	case rotationIdle:
 		return false, nil
 
@@ -75,7 +87,7 @@ func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.
 			return false, fmt.Errorf("generating passwords: %w", err)
 		}
 		p.NextOperator, p.NextReplication = next.Operator, next.Replication
-		if err := r.writeAuth(ctx, &s, p, map[string]string{annotationCredentialsRotating: requested}); err != nil {
+		if err := r.writeAuth(ctx, s, p, map[string]string{annotationCredentialsRotating: requested}); err != nil {
 			return false, err
 		}
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotationStarted, "RotateCredentials",
@@ -90,7 +102,7 @@ func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.
 		p.PreviousOperator, p.PreviousReplication = p.Operator, p.Replication
 		p.Operator, p.Replication = p.NextOperator, p.NextReplication
 		p.NextOperator, p.NextReplication = "", ""
-		if err := r.writeAuth(ctx, &s, p, map[string]string{valkeyv1.AnnotationCredentialsSwitchedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
+		if err := r.writeAuth(ctx, s, p, map[string]string{valkeyv1.AnnotationCredentialsSwitchedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
 			return false, err
 		}
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsSwitched, "RotateCredentials",
@@ -108,7 +120,7 @@ func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.
 		}
 		served := s.Annotations[annotationCredentialsRotating]
 		p.PreviousOperator, p.PreviousReplication = "", ""
-		if err := r.writeAuth(ctx, &s, p, map[string]string{
+		if err := r.writeAuth(ctx, s, p, map[string]string{
 			valkeyv1.AnnotationCredentialsRotated:    served,
 			annotationCredentialsRotating:            "",
 			valkeyv1.AnnotationCredentialsSwitchedAt: "",
