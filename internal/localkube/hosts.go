@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -81,7 +82,7 @@ func (h *hostsWriter) loop() {
 }
 
 func (h *hostsWriter) sync() error {
-	return updateHostsFile(h.path, h.owner, renderHostsBlock(h.owner, h.r.Names()))
+	return updateHostsFile(h.path, h.owner, renderHostsBlock(h.owner, os.Getpid(), h.r.Names()))
 }
 
 // stop ends the updates and removes the block.
@@ -91,7 +92,9 @@ func (h *hostsWriter) stop() error {
 	return updateHostsFile(h.path, h.owner, "")
 }
 
-func renderHostsBlock(owner string, names map[string][]string) string {
+// renderHostsBlock names the process that owns the block, so that a later
+// writer can drop it once that process is gone.
+func renderHostsBlock(owner string, pid int, names map[string][]string) string {
 	var lines []string
 	for name, addrs := range names {
 		for _, a := range addrs {
@@ -99,22 +102,29 @@ func renderHostsBlock(owner string, names map[string][]string) string {
 		}
 	}
 	sort.Strings(lines)
-	return hostsBegin + " " + owner + "\n" + strings.Join(append(lines, hostsEnd+" "+owner), "\n") + "\n"
+	return fmt.Sprintf("%s %s pid %d\n", hostsBegin, owner, pid) + strings.Join(append(lines, hostsEnd+" "+owner), "\n") + "\n"
 }
 
-// replaceHostsBlock drops owner's previous block from content and appends
-// block (which may be empty). Other owners' blocks stay as they are.
-func replaceHostsBlock(content, owner, block string) string {
+// replaceHostsBlock drops owner's previous block from content, and the
+// block of any owner whose process is no longer alive: a run that was
+// killed never removes its own, and its names, listed first, would shadow
+// the same names of every later run. It appends block (which may be empty).
+func replaceHostsBlock(content, owner, block string, alive func(pid int) bool) string {
 	var kept []string
-	inside := false
+	skipTo := ""
 	for _, line := range strings.SplitAfter(content, "\n") {
 		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == hostsBegin+" "+owner:
-			inside = true
-		case trimmed == hostsEnd+" "+owner && inside:
-			inside = false
-		case !inside && line != "":
+		if skipTo != "" {
+			if trimmed == skipTo {
+				skipTo = ""
+			}
+			continue
+		}
+		if o, pid, ok := parseHostsBegin(trimmed); ok && (o == owner || (pid > 0 && !alive(pid))) {
+			skipTo = hostsEnd + " " + o
+			continue
+		}
+		if line != "" {
 			kept = append(kept, line)
 		}
 	}
@@ -137,7 +147,7 @@ func updateHostsFile(path, owner, block string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	next := replaceHostsBlock(string(old), owner, block)
+	next := replaceHostsBlock(string(old), owner, block, processAlive)
 	if next == string(old) {
 		return nil
 	}
@@ -155,4 +165,30 @@ func updateHostsFile(path, owner, block string) error {
 		return os.WriteFile(path, []byte(next), mode)
 	}
 	return err
+}
+
+// parseHostsBegin reads a block's first line: its owner and, when the
+// line names one, the owning process.
+func parseHostsBegin(line string) (owner string, pid int, ok bool) {
+	rest, ok := strings.CutPrefix(line, hostsBegin+" ")
+	if !ok {
+		return "", 0, false
+	}
+	if i := strings.LastIndex(rest, " pid "); i >= 0 {
+		if n, err := strconv.Atoi(rest[i+len(" pid "):]); err == nil {
+			return rest[:i], n, true
+		}
+	}
+	return rest, 0, true
+}
+
+// processAlive reports whether pid names a running process; a zombie is
+// dead, only not yet reaped.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b[strings.LastIndex(string(b), ")")+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }

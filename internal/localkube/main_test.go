@@ -259,13 +259,3 @@ func pidOf(t testing.TB, pod *corev1.Pod, container string) int {
 	t.Fatalf("pod %s has no status for container %s", pod.Name, container)
 	return 0
 }
-
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// A zombie is dead, only not yet reaped.
-	fields := strings.Fields(string(b[strings.LastIndex(string(b), ")")+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
-}

@@ -164,32 +164,40 @@ func TestWriteAtomic(t *testing.T) {
 
 func TestHostsBlock(t *testing.T) {
 	base := "127.0.0.1\tlocalhost\n::1\tlocalhost\n"
-	block := renderHostsBlock("/a", map[string][]string{
+	alive := func(pid int) bool { return pid != 666 }
+	block := renderHostsBlock("/a", 1, map[string][]string{
 		"a.s.ns.svc.cluster.local": {"127.10.0.2"},
 		"s.ns.svc.cluster.local":   {"127.10.0.2", "127.10.0.3"},
 	})
-	want := "# BEGIN valkey-local /a\n127.10.0.2\ta.s.ns.svc.cluster.local\n127.10.0.2\ts.ns.svc.cluster.local\n127.10.0.3\ts.ns.svc.cluster.local\n# END valkey-local /a\n"
+	want := "# BEGIN valkey-local /a pid 1\n127.10.0.2\ta.s.ns.svc.cluster.local\n127.10.0.2\ts.ns.svc.cluster.local\n127.10.0.3\ts.ns.svc.cluster.local\n# END valkey-local /a\n"
 	if block != want {
 		t.Fatalf("block:\n%s\nwant:\n%s", block, want)
 	}
-	with := replaceHostsBlock(base, "/a", block)
+	with := replaceHostsBlock(base, "/a", block, alive)
 	if with != base+block {
 		t.Errorf("added:\n%s", with)
 	}
-	again := replaceHostsBlock(with, "/a", renderHostsBlock("/a", nil))
+	again := replaceHostsBlock(with, "/a", renderHostsBlock("/a", 1, nil), alive)
 	if strings.Count(again, "# BEGIN") != 1 || strings.Contains(again, "127.10.0.2") {
 		t.Errorf("replaced:\n%s", again)
 	}
-	other := renderHostsBlock("/b", map[string][]string{"x.ns.svc.cluster.local": {"127.10.0.9"}})
-	both := replaceHostsBlock(with, "/b", other)
+	other := renderHostsBlock("/b", 2, map[string][]string{"x.ns.svc.cluster.local": {"127.10.0.9"}})
+	both := replaceHostsBlock(with, "/b", other, alive)
 	if both != base+block+other {
 		t.Errorf("second owner:\n%s", both)
 	}
-	if got := replaceHostsBlock(both, "/a", ""); got != base+other {
+	if got := replaceHostsBlock(both, "/a", "", alive); got != base+other {
 		t.Errorf("removed /a, want /b kept:\n%s", got)
 	}
-	if got := replaceHostsBlock(with, "/a", ""); got != base {
+	if got := replaceHostsBlock(with, "/a", "", alive); got != base {
 		t.Errorf("removed:\n%q\nwant\n%q", got, base)
+	}
+	// A block whose process is gone (a killed run) is dropped by the next
+	// writer; one without a process (an older format) is kept.
+	dead := renderHostsBlock("/dead", 666, map[string][]string{"s.ns.svc.cluster.local": {"127.10.0.66"}})
+	legacy := "# BEGIN valkey-local /old\n127.10.0.77\tz.ns.svc.cluster.local\n# END valkey-local /old\n"
+	if got := replaceHostsBlock(base+dead+legacy, "/a", block, alive); got != base+legacy+block {
+		t.Errorf("with a dead owner's block:\n%s", got)
 	}
 	path := filepath.Join(t.TempDir(), "hosts")
 	if err := os.WriteFile(path, []byte("10.0.0.1 x"), 0o644); err != nil {
