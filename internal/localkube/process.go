@@ -196,12 +196,6 @@ func (ps *processes) killAll() {
 	ps.wg.Wait()
 }
 
-func (ps *processes) count() int {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return len(ps.procs)
-}
-
 // openLog opens (appending) a file for a process's output.
 func openLog(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

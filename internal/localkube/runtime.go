@@ -328,10 +328,6 @@ func (r *Runtime) PodDirPrefix(namespace string) string {
 	return filepath.Join(r.opts.BaseDir, "pods", namespace+"_")
 }
 
-// ProcessCount is the number of processes the runtime is running right now
-// (containers and exec probes).
-func (r *Runtime) ProcessCount() int { return r.procs.count() }
-
 func (r *Runtime) onPod(o any) {
 	pod, ok := o.(*corev1.Pod)
 	if !ok || !r.nodeSet[pod.Spec.NodeName] {
