@@ -39,16 +39,7 @@ const aclVersion = "8.0.1"
 
 func createACLMenu(t testing.TB, suffix, version string) string {
 	t.Helper()
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-acl-" + suffix},
-		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: version, Version: version}}
-	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "acl-" + suffix},
-		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Valkey: map[string]string{"maxmemory": "64mb"}}}
-	for _, o := range []client.Object{img, cfg} {
-		if err := k8sClient.Create(context.Background(), o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
-	}
-	return cfg.Name
+	return createConfig(t, "acl-"+suffix, version, valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"maxmemory": "64mb"}})
 }
 
 func newACLFixture(t testing.TB, ns, version string, acl []valkeyv1.AclBinding) *aclFixture {

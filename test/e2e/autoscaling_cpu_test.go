@@ -26,19 +26,11 @@ func TestAutoscalingOnCPU(t *testing.T) {
 	const ns = "autoscale-cpu"
 	ctx := context.Background()
 	createNamespace(t, ns)
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8-" + ns},
-		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
-	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "cpu-" + ns},
-		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Resources: &valkeyv1.Resources{CPU: "100m"},
-			Valkey: map[string]string{"maxmemory": "64mb"}}}
-	for _, o := range []client.Object{img, cfg} {
-		if err := k8sClient.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
-	}
+	cfg := createConfig(t, "cpu-"+ns, "8.0.1", valkeyv1.ValkeyConfigSpec{Resources: &valkeyv1.Resources{CPU: "100m"},
+		Valkey: map[string]string{"maxmemory": "64mb"}})
 	vc := &valkeyv1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg.Name, Shards: 1, ReplicasPerShard: 0,
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 1, ReplicasPerShard: 0,
 			Autoscaling: &valkeyv1.Autoscaling{
 				MinShards: 1, MaxShards: 2,
 				ScaleOut:                valkeyv1.ScaleOutTriggers{CPUPercent: ptr.To(50.0)},

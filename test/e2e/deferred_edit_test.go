@@ -19,18 +19,10 @@ func TestShardsEditDuringCreatingIsApplied(t *testing.T) {
 	ctx := context.Background()
 	ns := "deferred"
 	createNamespace(t, ns)
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-9-deferred"},
-		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "9.1.2", Version: "9.1.2"}}
-	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "v9-deferred"},
-		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name}}
-	for _, o := range []client.Object{img, cfg} {
-		if err := k8sClient.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg := createConfig(t, "v9-deferred", "9.1.2", valkeyv1.ValkeyConfigSpec{})
 	vc := &valkeyv1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grow"},
-		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: cfg.Name, Shards: 2, ReplicasPerShard: 0},
+		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 2, ReplicasPerShard: 0},
 	}
 	if err := k8sClient.Create(ctx, vc); err != nil {
 		t.Fatal(err)

@@ -32,13 +32,19 @@ func createNamespace(t testing.TB, name string) {
 // createMenu creates an image and a config for Valkey 8 named after suffix.
 func createMenu(t testing.TB, suffix string) string {
 	t.Helper()
-	ctx := context.Background()
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8-" + suffix},
-		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
-	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "standard-" + suffix},
-		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Valkey: map[string]string{"maxmemory": "64mb"}}}
+	return createConfig(t, "standard-"+suffix, "8.0.1", valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"maxmemory": "64mb"}})
+}
+
+// createConfig creates a ValkeyConfig named name with spec, on a ValkeyImage
+// of its own for Valkey version, and returns the config's name.
+func createConfig(t testing.TB, name, version string, spec valkeyv1.ValkeyConfigSpec) string {
+	t.Helper()
+	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-" + name},
+		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: version, Version: version}}
+	spec.ImageRef = img.Name
+	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 	for _, o := range []client.Object{img, cfg} {
-		if err := k8sClient.Create(ctx, o); err != nil {
+		if err := k8sClient.Create(context.Background(), o); err != nil {
 			t.Fatalf("creating %s: %v", o.GetName(), err)
 		}
 	}

@@ -45,19 +45,16 @@ func TestExporterMetrics(t *testing.T) {
 	const ns, name = "metrics", "cache"
 	ctx := context.Background()
 	createRestrictedNamespace(t, ns)
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8-" + ns},
-		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
-	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "monitored-" + ns},
-		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Valkey: map[string]string{"maxmemory": "64mb"},
-			Exporter: &valkeyv1.Exporter{Enabled: ptr.To(true)}}}
+	cfg := createConfig(t, "monitored-"+ns, "8.0.1", valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"maxmemory": "64mb"},
+		Exporter: &valkeyv1.Exporter{Enabled: ptr.To(true)}})
 	ca := testcerts.NewCA("metrics-ca")
 	secret := testcerts.Secret(name+"-tls", ns, testcerts.Leaf(ca, name, ns, clusterDomain))
 	vc := &valkeyv1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg.Name, Shards: 1, ReplicasPerShard: 1,
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 1, ReplicasPerShard: 1,
 			TLS: &valkeyv1.TLSSpec{SecretRef: secret.Name}},
 	}
-	for _, o := range []client.Object{img, cfg, secret, vc} {
+	for _, o := range []client.Object{secret, vc} {
 		if err := k8sClient.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s: %v", o.GetName(), err)
 		}

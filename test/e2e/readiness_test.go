@@ -34,20 +34,15 @@ func TestSyncingReplicaHoldsEvictions(t *testing.T) {
 	ctx := context.Background()
 	ns := "readiness-gate"
 	createNamespace(t, ns)
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-8-" + ns},
-		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
-	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: "slow-sync-" + ns},
-		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Valkey: map[string]string{
-			"maxmemory":                "64mb",
-			"repl-diskless-sync":       "yes",
-			"repl-diskless-sync-delay": fmt.Sprint(int(syncDelay / time.Second)),
-		}}}
+	cfg := createConfig(t, "slow-sync-"+ns, "8.0.1", valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{
+		"maxmemory":                "64mb",
+		"repl-diskless-sync":       "yes",
+		"repl-diskless-sync-delay": fmt.Sprint(int(syncDelay / time.Second)),
+	}})
 	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg.Name, Shards: 1, ReplicasPerShard: 1}}
-	for _, o := range []client.Object{img, cfg, vc} {
-		if err := k8sClient.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 1, ReplicasPerShard: 1}}
+	if err := k8sClient.Create(ctx, vc); err != nil {
+		t.Fatalf("creating %s: %v", vc.Name, err)
 	}
 	deleteAtEnd(t, vc)
 	key := client.ObjectKeyFromObject(vc)
