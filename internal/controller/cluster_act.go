@@ -19,9 +19,21 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
+// clusterScope is what one reconcile of a cluster has learned by the time
+// it acts: the cluster, its renderer, its resolved config, the observation,
+// and how to reach its nodes.
+type clusterScope struct {
+	vc   *valkeyv1.ValkeyCluster
+	rc   render.Cluster
+	res  *resolve.Result
+	o    *observed
+	conn *connector
+}
+
 // act performs one planned action. It returns an error only when the action
 // failed; the caller reports it and retries on the next tick.
-func (r *ClusterReconciler) act(ctx context.Context, vc *valkeyv1.ValkeyCluster, rc render.Cluster, res *resolve.Result, o *observed, conn *connector, a topology.Action) error {
+func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology.Action) error {
+	vc, rc, res, o, conn := s.vc, s.rc, s.res, s.o, s.conn
 	log := logFrom(ctx)
 	member := func(name string) (string, error) {
 		p := o.pods[name]

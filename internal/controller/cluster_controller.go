@@ -306,7 +306,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 			log.Info("slot migration failed, retrying", "detail", a.Detail)
 		}
 	}
-	if err := r.actWave(ctx, vc, rc, res, o, conn, wave); err != nil {
+	if err := r.actWave(ctx, &clusterScope{vc: vc, rc: rc, res: res, o: o, conn: conn}, wave); err != nil {
 		return ctrlrt.Result{}, err
 	}
 	return afterWave(wave), nil

@@ -12,8 +12,6 @@ import (
 	ctrlrt "sigs.k8s.io/controller-runtime"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/render"
-	"github.com/gomomento/valkey-operator/internal/resolve"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -22,7 +20,8 @@ import (
 // failing never stops the others. Each failure is counted, reported as a
 // Warning Event and in Progressing; the joined error makes the reconcile
 // back off.
-func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyCluster, rc render.Cluster, res *resolve.Result, o *observed, conn *connector, wave topology.Wave) error {
+func (r *ClusterReconciler) actWave(ctx context.Context, s *clusterScope, wave topology.Wave) error {
+	vc, o := s.vc, s.o
 	errs := make([]error, len(wave.Actions))
 	limit := max(r.Options.WaveConcurrency, 1)
 	sem := make(chan struct{}, limit)
@@ -33,7 +32,7 @@ func (r *ClusterReconciler) actWave(ctx context.Context, vc *valkeyv1.ValkeyClus
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = r.act(ctx, vc, rc, res, o, conn, a)
+			errs[i] = r.act(ctx, s, a)
 		}()
 	}
 	wg.Wait()
