@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -47,6 +48,15 @@ func nextRotationStep(p render.Passwords, requested, rotated string) rotationSte
 	return rotationIdle
 }
 
+// rotationStepOf decides the next step from the auth Secret s.
+func rotationStepOf(s *corev1.Secret, requested string) (rotationStep, render.Passwords, error) {
+	p, err := render.PasswordsFromSecret(s)
+	if err != nil {
+		return rotationIdle, p, fmt.Errorf("secret %s: %w", s.Name, err)
+	}
+	return nextRotationStep(p, requested, s.Annotations[valkeyv1.AnnotationCredentialsRotated]), p, nil
+}
+
 // annotationCredentialsRotating, on the auth Secret, is the request the
 // rotation under way serves: a request changed meanwhile starts another.
 const annotationCredentialsRotating = "valkey.gomomento.com/credentials-rotating"
@@ -56,23 +66,25 @@ const annotationCredentialsRotating = "valkey.gomomento.com/credentials-rotating
 func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *connector) (bool, error) {
 	key := client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}
 	requested := vc.Annotations[valkeyv1.AnnotationRotateCredentials]
-	step := func(c client.Reader) (rotationStep, *corev1.Secret, render.Passwords, error) {
-		var s corev1.Secret
-		if err := c.Get(ctx, key, &s); err != nil {
-			return rotationIdle, nil, render.Passwords{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
-		}
-		p, err := render.PasswordsFromSecret(&s)
-		if err != nil {
-			return rotationIdle, nil, render.Passwords{}, fmt.Errorf("secret %s: %w", key.Name, err)
-		}
-		return nextRotationStep(p, requested, s.Annotations[valkeyv1.AnnotationCredentialsRotated]), &s, p, nil
-	}
 	// The cache answers the common case, no rotation, without a request to
 	// the API server; a step is decided again on a fresh read before it acts.
-	if st, _, _, err := step(r.Client); err != nil || st == rotationIdle {
+	var cached corev1.Secret
+	switch err := r.Get(ctx, key, &cached); {
+	case apierrors.IsNotFound(err):
+		// Just created (ensurePasswords read it around the cache): there
+		// is nothing to rotate yet.
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	if st, _, err := rotationStepOf(&cached, requested); err != nil || st == rotationIdle {
 		return false, err
 	}
-	st, s, p, err := step(r.APIReader)
+	s := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, s); err != nil {
+		return false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	st, p, err := rotationStepOf(s, requested)
 	if err != nil {
 		return false, err
 	}
