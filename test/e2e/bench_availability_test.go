@@ -87,7 +87,7 @@ func BenchmarkAvailabilityTopology(b *testing.B) {
 		old := slices.Clone(getCluster(b, key).Status.Nodes)
 		var img valkeyv1.ValkeyImage
 		eventually(b, 30*time.Second, "editing the image", func() error {
-			if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: "valkey-8-" + ns}, &img); err != nil {
+			if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: menuImageName(ns)}, &img); err != nil {
 				return err
 			}
 			img.Spec.Tag, img.Spec.Version = "9.1.2", "9.1.2"

@@ -32,14 +32,21 @@ func createNamespace(t testing.TB, name string) {
 // createMenu creates an image and a config for Valkey 8 named after suffix.
 func createMenu(t testing.TB, suffix string) string {
 	t.Helper()
-	return createConfig(t, "standard-"+suffix, "8.0.1", valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"maxmemory": "64mb"}})
+	return createConfig(t, menuConfigName(suffix), "8.0.1", valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"maxmemory": "64mb"}})
 }
+
+// menuConfigName and menuImageName name what createMenu creates for suffix.
+func menuConfigName(suffix string) string { return "standard-" + suffix }
+func menuImageName(suffix string) string  { return imageNameOf(menuConfigName(suffix)) }
+
+// imageNameOf is the ValkeyImage createConfig makes for config name.
+func imageNameOf(config string) string { return "valkey-" + config }
 
 // createConfig creates a ValkeyConfig named name with spec, on a ValkeyImage
 // of its own for Valkey version, and returns the config's name.
 func createConfig(t testing.TB, name, version string, spec valkeyv1.ValkeyConfigSpec) string {
 	t.Helper()
-	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-" + name},
+	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: imageNameOf(name)},
 		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: version, Version: version}}
 	spec.ImageRef = img.Name
 	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}

@@ -32,7 +32,7 @@ func TestRollingReplacement(t *testing.T) {
 	}{
 		{"image 8.0.1 -> 9.1.2", "9.1.2", func() {
 			var img valkeyv1.ValkeyImage
-			if err := k8sClient.Get(ctx, client.ObjectKey{Name: "valkey-8-roll"}, &img); err != nil {
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: menuImageName("roll")}, &img); err != nil {
 				t.Fatal(err)
 			}
 			img.Spec.Tag, img.Spec.Version = "9.1.2", "9.1.2"
