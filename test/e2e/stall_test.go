@@ -36,23 +36,7 @@ func TestStalledPrimaryIsNotForgotten(t *testing.T) {
 			witness := vc.Status.ShardStatuses[1].Primary
 			load := startLoad(c, fmt.Sprintf("stall-%d", i))
 
-			signal(t, key, victim, syscall.SIGSTOP)
-			stopped := time.Now()
-			resumed := false
-			t.Cleanup(func() {
-				if !resumed {
-					signal(t, key, victim, syscall.SIGCONT)
-				}
-			})
-			eventually(t, time.Minute, witness+" flags "+victim+" FAIL", func() error {
-				return flagged(key, witness, victimID)
-			})
-			t.Logf("%s flagged FAIL %s after the stall began", victim, time.Since(stopped).Round(100*time.Millisecond))
-			// The stall's length is what the test provokes, not a wait for
-			// the operator: hold it for the rest of its duration.
-			time.Sleep(time.Until(stopped.Add(stall)))
-			signal(t, key, victim, syscall.SIGCONT)
-			resumed = true
+			stopped := stallFor(t, key, victim, victimID, witness, stall)
 			// The dangerous window is after the resume: the node answers
 			// while its peers still flag it FAIL, until Valkey clears the
 			// flag by itself.
@@ -80,6 +64,30 @@ func TestStalledPrimaryIsNotForgotten(t *testing.T) {
 			checkAll(t, c, acked)
 		})
 	}
+}
+
+// stallFor pauses victim's valkey-server (SIGSTOP) until witness flags it
+// FAIL and stall has passed, then resumes it; it returns when the stall
+// began. The stall's length is what the test provokes, not a wait for the
+// operator.
+func stallFor(t *testing.T, key client.ObjectKey, victim, victimID, witness string, stall time.Duration) time.Time {
+	t.Helper()
+	signal(t, key, victim, syscall.SIGSTOP)
+	stopped := time.Now()
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			signal(t, key, victim, syscall.SIGCONT)
+		}
+	})
+	eventually(t, time.Minute, witness+" flags "+victim+" FAIL", func() error {
+		return flagged(key, witness, victimID)
+	})
+	t.Logf("%s flagged FAIL %s after the stall began", victim, time.Since(stopped).Round(100*time.Millisecond))
+	time.Sleep(time.Until(stopped.Add(stall)))
+	signal(t, key, victim, syscall.SIGCONT)
+	resumed = true
+	return stopped
 }
 
 // signal sends sig to a pod's valkey-server.
@@ -141,22 +149,7 @@ func TestStalledPrimaryWithReplicaRejoins(t *testing.T) {
 			witness := vc.Status.ShardStatuses[1].Primary
 			load := startLoad(c, fmt.Sprintf("stall-%d", i))
 
-			signal(t, key, victim, syscall.SIGSTOP)
-			stopped := time.Now()
-			resumed := false
-			t.Cleanup(func() {
-				if !resumed {
-					signal(t, key, victim, syscall.SIGCONT)
-				}
-			})
-			eventually(t, time.Minute, witness+" flags "+victim+" FAIL", func() error {
-				return flagged(key, witness, victimID)
-			})
-			// The stall's length is what the test provokes, not a wait for
-			// the operator: hold it for the rest of its duration.
-			time.Sleep(time.Until(stopped.Add(stall)))
-			signal(t, key, victim, syscall.SIGCONT)
-			resumed = true
+			stopped := stallFor(t, key, victim, victimID, witness, stall)
 
 			eventually(t, time.Minute, victim+" follows the promoted replica", func() error {
 				if me := podMyself(t, key.Namespace, victim); me.SlotCount() > 0 {
