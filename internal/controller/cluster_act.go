@@ -72,12 +72,17 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 		log.Info("created node", "node", name, "shard", a.CreateNode.ShardIndex, "joinType", a.CreateNode.JoinType)
 	case topology.KindMeet:
 		err := onNode(a.Meet.Node, func(n *valkey.Node) error {
-			return n.ClusterMeet(ctx, a.Meet.SeedIP, int(render.PortValkey), int(render.PortBus))
+			for _, s := range a.Meet.Seeds {
+				if err := n.ClusterMeet(ctx, s.IP, int(render.PortValkey), int(render.PortBus)); err != nil {
+					return fmt.Errorf("meeting %s: %w", s.Name, err)
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return err
 		}
-		log.Info(topology.ReasonMeet, "node", a.Meet.Node, "seed", a.Meet.Seed)
+		log.Info(topology.ReasonMeet, "node", a.Meet.Node, "seeds", len(a.Meet.Seeds))
 	case topology.KindForget:
 		// Forgets are not gossiped: every live node must forget in this tick.
 		var errs []error
@@ -141,6 +146,10 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 		if err := onNode(m.From, func(n *valkey.Node) error {
 			return n.ClusterMigrateSlots(ctx, m.ToID, toValkeyRanges(m.Slots...)...)
 		}); err != nil {
+			return err
+		}
+	case topology.KindCancelMigrations:
+		if err := onNode(a.CancelMigrations.Node, func(n *valkey.Node) error { return n.ClusterCancelSlotMigrations(ctx) }); err != nil {
 			return err
 		}
 	default:

@@ -40,6 +40,13 @@ const afterFailover = 5 * time.Second
 // failed.
 const afterFailedMigration = 5 * time.Second
 
+// afterStep is how soon a cluster waiting on a step of a procedure (a
+// handshake, gossip, slot agreement, a replica's initial sync, a slot
+// migration) looks again. Those pass by themselves within a second or two
+// and nothing in the API signals them, so waiting the full PendingRequeue
+// would stretch every bootstrap and join by whole seconds.
+const afterStep = 250 * time.Millisecond
+
 // ClusterReconciler drives a ValkeyCluster: validate, resolve, render the
 // cluster-level objects, observe every node, then perform the planner's
 // single next action.
@@ -297,7 +304,7 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCl
 		if lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {
 			log.Info(lead.Reason, "detail", lead.Detail)
 		}
-		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+		return ctrlrt.Result{RequeueAfter: afterWait(lead, r.Options.PendingRequeue)}, nil
 	}
 
 	log.V(1).Info("acting", "wave", wave.String())

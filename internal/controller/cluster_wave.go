@@ -83,3 +83,13 @@ func afterWave(wave topology.Wave) ctrlrt.Result {
 	}
 	return ctrlrt.Result{RequeueAfter: after}
 }
+
+// afterWait is how soon to look again when the plan only waits: soon for a
+// step of a procedure under way, pending otherwise (a pod to schedule, a
+// node to answer, something a person must fix).
+func afterWait(lead topology.Action, pending time.Duration) time.Duration {
+	if lead.Kind == topology.KindWait && lead.Cause == topology.CauseNone && lead.Tier != topology.TierSteady {
+		return min(afterStep, pending)
+	}
+	return pending
+}

@@ -40,10 +40,10 @@ var operatorGrants = []string{
 	"~*", "+migrate", "+restore-asking", "+select",
 }
 
-// atomicOperatorGrants start and follow atomic slot migrations: CLUSTER
+// atomicOperatorGrants start, follow and cancel atomic slot migrations: CLUSTER
 // subcommands Valkey 8 does not have, so rendered like
 // atomicMigrationGrants.
-var atomicOperatorGrants = []string{"+cluster|migrateslots", "+cluster|getslotmigrations"}
+var atomicOperatorGrants = []string{"+cluster|migrateslots", "+cluster|getslotmigrations", "+cluster|cancelslotmigrations"}
 
 var replicationGrants = []string{"+psync", "+replconf", "+ping"}
 

@@ -21,6 +21,8 @@ const (
 	KindDeleteNode   Kind = "DeleteNode"
 	KindFailover     Kind = "Failover"
 	KindMigrateSlots Kind = "MigrateSlots"
+	// KindCancelMigrations: CLUSTER CANCELSLOTMIGRATIONS on a source.
+	KindCancelMigrations Kind = "CancelMigrations"
 )
 
 // Tier is the priority tier that produced an Action; it drives the
@@ -84,6 +86,10 @@ const (
 	// ReasonRetryMigration: the source's previous CLUSTER MIGRATESLOTS job
 	// failed; the move is tried again.
 	ReasonRetryMigration = "retrying a failed slot migration"
+	// ReasonCancelReversedMove: a CLUSTER MIGRATESLOTS job feeds a shard
+	// the desired shape no longer keeps (the shard count was lowered
+	// while it ran); finishing it would only move the slots back.
+	ReasonCancelReversedMove = "cancelling slot migrations into a shard the desired shape no longer keeps"
 	// ReasonPromoteMigrationHeir: the replica of a dead, slotless migration
 	// target is promoted so the migration can resume on it.
 	ReasonPromoteMigrationHeir = "promoting the replica of a dead slot migration end"
@@ -135,6 +141,8 @@ type Action struct {
 	DeleteNode   *NodeRef
 	Failover     *Failover
 	MigrateSlots *MigrateSlots
+	// CancelMigrations names the source whose atomic migrations stop.
+	CancelMigrations *NodeRef
 }
 
 // CreateNode asks for a new ValkeyNode in Joining.
@@ -143,11 +151,16 @@ type CreateNode struct {
 	JoinType   JoinType
 }
 
-// Meet: run CLUSTER MEET SeedIP <port> on Node.
+// Meet: run CLUSTER MEET <ip> <port> on Node for every seed, in order.
 type Meet struct {
-	Node   string
-	Seed   string
-	SeedIP string
+	Node  string
+	Seeds []Seed
+}
+
+// Seed is a member another one is introduced to.
+type Seed struct {
+	Name string
+	IP   string
 }
 
 // Forget: run CLUSTER FORGET NodeID on every member listed in On, in the
@@ -174,7 +187,8 @@ type Replicate struct {
 }
 
 // NodeRef names one member: for MarkActive and MarkLeaving, set
-// spec.lifecycle; for DeleteNode, delete the ValkeyNode.
+// spec.lifecycle; for DeleteNode, delete the ValkeyNode; for
+// CancelMigrations, the source to send CLUSTER CANCELSLOTMIGRATIONS.
 type NodeRef struct {
 	Node string
 }
@@ -209,7 +223,14 @@ func (a Action) String() string {
 	case a.CreateNode != nil:
 		fmt.Fprintf(&b, " shard=%d join=%q", a.CreateNode.ShardIndex, a.CreateNode.JoinType)
 	case a.Meet != nil:
-		fmt.Fprintf(&b, " node=%s seed=%s(%s)", a.Meet.Node, a.Meet.Seed, a.Meet.SeedIP)
+		fmt.Fprintf(&b, " node=%s", a.Meet.Node)
+		for i, s := range a.Meet.Seeds {
+			sep := ","
+			if i == 0 {
+				sep = " seed="
+			}
+			fmt.Fprintf(&b, "%s%s(%s)", sep, s.Name, s.IP)
+		}
 	case a.Forget != nil:
 		fmt.Fprintf(&b, " id=%s on=%v", a.Forget.NodeID, a.Forget.On)
 	case a.AddSlots != nil:
@@ -227,6 +248,8 @@ func (a Action) String() string {
 	case a.MigrateSlots != nil:
 		m := a.MigrateSlots
 		fmt.Fprintf(&b, " %s->%s slots=%s method=%s", m.From, m.To, FormatRanges(m.Slots), m.Method)
+	case a.CancelMigrations != nil:
+		fmt.Fprintf(&b, " node=%s", a.CancelMigrations.Node)
 	}
 	if a.Reason != "" {
 		fmt.Fprintf(&b, " (%s", a.Reason)
@@ -280,10 +303,15 @@ func waitForPod(tier Tier, n *node) Action {
 	return waitOn(tier, CauseNodeSilent, ReasonNodeSilent, n.Name)
 }
 
-func meet(tier Tier, n, seed *node) Action {
+func meet(tier Tier, n *node, seeds ...*node) Action {
+	m := &Meet{Node: n.Name}
+	names := make([]string, len(seeds))
+	for i, s := range seeds {
+		m.Seeds = append(m.Seeds, Seed{Name: s.Name, IP: s.Pod.IP})
+		names[i] = s.Name
+	}
 	return Action{Kind: KindMeet, Tier: tier, Reason: ReasonMeet,
-		Detail: fmt.Sprintf("%s meets %s", n.Name, seed.Name),
-		Meet:   &Meet{Node: n.Name, Seed: seed.Name, SeedIP: seed.Pod.IP}}
+		Detail: fmt.Sprintf("%s meets %s", n.Name, strings.Join(names, ", ")), Meet: m}
 }
 
 func replicate(tier Tier, n, p *node) Action {

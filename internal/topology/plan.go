@@ -30,7 +30,7 @@ func Plan(in Input) Wave {
 	} else {
 		steps = append(steps,
 			one(w.orphans), w.joins, w.replicaCounts, one(w.coverage), // stability
-			one(w.migrations), one(w.replicaSlotStates), one(w.finishLeaving), one(w.retireDrained), w.moves, w.addShards, // topology
+			w.cancelReversedMoves, one(w.migrations), one(w.replicaSlotStates), one(w.finishLeaving), one(w.retireDrained), w.moves, w.addShards, // topology
 			one(w.roll),    // updates
 			one(w.cleanup), // cleanup
 			one(w.settled))

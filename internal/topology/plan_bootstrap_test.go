@@ -34,15 +34,24 @@ func TestBootstrapSteps(t *testing.T) {
 			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
 				nd{name: "n4", shard: 1, life: LifecycleJoining, noView: true})
 		}, `Wait (waiting for node to answer: n4)`},
-		{"meets a stranger through a seed", func() []Member {
+		{"a stranger meets every node, not one seed", func() []Member {
 			ms := mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
 			isolate(ms, "n4")
 			return ms
-		}, `Meet node=n4 seed=n1(10.1.0.1) (` + ReasonMeet + `: n4 meets n1)`},
-		{"waits for gossip once introduced", func() []Member {
+		}, `Meet node=n4 seed=n1(10.1.0.1),n3(10.1.0.3),n2(10.1.0.2) (` + ReasonMeet + `: n4 meets n1, n3, n2)`},
+		{"only the pairs not yet in touch meet", func() []Member {
 			ms := mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
 			isolate(ms, "n4")
 			member(ms, "n4").View.Peers = []Peer{{ID: id("n1"), IP: ip("n1"), Role: RolePrimary}}
+			return ms
+		}, `Meet node=n4 seed=n3(10.1.0.3),n2(10.1.0.2) (` + ReasonMeet + `: n4 meets n3, n2)`},
+		{"waits for the handshakes once every pair is in touch", func() []Member {
+			ms := mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0), joining("n4", 1))
+			isolate(ms, "n4")
+			for _, o := range []string{"n1", "n2", "n3"} {
+				v := member(ms, "n4").View
+				v.Peers = append(v.Peers, Peer{ID: id(o), IP: ip(o), Role: RolePrimary})
+			}
 			return ms
 		}, `Wait (waiting for nodes to learn each other: n1)`},
 		{"slots wait for agreement", func() []Member {

@@ -5,6 +5,35 @@ import (
 	"slices"
 )
 
+// cancelReversedMoves stops the atomic migrations that feed a shard the
+// desired shape no longer keeps, one CLUSTER CANCELSLOTMIGRATIONS per
+// source, all sources at once. Only a shard whose balance target is 0 is
+// such a target: receiving never lowers a shard's count, so a kept shard
+// cannot become one mid-move, and a shard that gets nothing would hand
+// back every slot it gained. The source keeps owning the slots until its
+// job commits, so a cancelled job leaves none half-owned; Valkey drops
+// the target's partial copy.
+func (w *world) cancelReversedMoves() ([]Action, bool) {
+	_, _, targets := w.balance()
+	var out []Action
+	for _, n := range w.liveNodes() {
+		for _, e := range n.View.Exports {
+			to := w.byID[e.TargetID]
+			if to == nil {
+				continue
+			}
+			if want, kept := targets[to.ShardIndex]; !kept || want != 0 {
+				continue
+			}
+			out = append(out, Action{Kind: KindCancelMigrations, Tier: TierTopology, Reason: ReasonCancelReversedMove,
+				Detail:           fmt.Sprintf("%s -> %s slots %s", n.Name, to.Name, FormatRanges(e.Slots)),
+				CancelMigrations: &NodeRef{Node: n.Name}})
+			break
+		}
+	}
+	return out, len(out) > 0
+}
+
 // migrations resumes or waits for slot migrations already under way.
 func (w *world) migrations() (Action, bool) {
 	for _, n := range w.liveNodes() {

@@ -1,6 +1,9 @@
 package topology
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // A classic migration whose other end died is resumed with the node that
 // took over that end's shard, before the dead node is forgotten (which
@@ -163,6 +166,60 @@ func TestInterruptedMigrationWithDemotedEnd(t *testing.T) {
 			a := Plan(Input{Shards: 3, ReplicasPerShard: 1, Members: tt.members})
 			if got := a.String(); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// Lowering the shard count while CLUSTER MIGRATESLOTS jobs feed the shard
+// that goes away cancels them on every source at once, rather than
+// finishing the move only to drain it back; a move into a shard that stays
+// runs on.
+func TestReversedAtomicMoveIsCancelled(t *testing.T) {
+	// n1..n3 were giving shard 3 (n4, empty) a quarter of the slots.
+	growing := func() []Member {
+		ms := mesh(
+			nd{name: "n1", shard: 0, slots: rs(0, 5460)},
+			nd{name: "n2", shard: 1, slots: rs(5461, 10922)},
+			nd{name: "n3", shard: 2, slots: rs(10923, 16383)},
+			nd{name: "n4", shard: 3})
+		for _, src := range []struct {
+			name string
+			from int
+		}{{"n1", 4096}, {"n2", 9557}, {"n3", 15019}} {
+			v := member(ms, src.name).View
+			v.AtomicMigrationInFlight = true
+			v.Exports = []Export{{TargetID: id("n4"), Slots: rs(src.from, src.from+1364)}}
+		}
+		member(ms, "n4").View.AtomicMigrationInFlight = true
+		return ms
+	}
+	tests := []struct {
+		name   string
+		shards int
+		want   []string
+	}{
+		{"shard count lowered back: cancel on every source", 3, []string{
+			"CancelMigrations node=n1 (" + ReasonCancelReversedMove + ": n1 -> n4 slots 4096-5460)",
+			"CancelMigrations node=n2 (" + ReasonCancelReversedMove + ": n2 -> n4 slots 9557-10921)",
+			"CancelMigrations node=n3 (" + ReasonCancelReversedMove + ": n3 -> n4 slots 15019-16383)",
+		}},
+		{"shard count unchanged: wait for the move", 4, []string{
+			"Wait (slot migration in progress: n1)",
+		}},
+		{"shard count raised further: the move still serves it", 5, []string{
+			"Wait (slot migration in progress: n1)",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := Plan(Input{Shards: tt.shards, Members: growing(), AtomicMigration: true})
+			var got []string
+			for _, a := range w.Actions {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
 	}

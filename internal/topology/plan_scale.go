@@ -87,17 +87,7 @@ func (w *world) retireDrained() (Action, bool) {
 // target pair, every pair at once.
 func (w *world) moves() ([]Action, bool) {
 	R := w.in.ReplicasPerShard
-	counts := map[int]int{}
-	primaries := map[int]*node{}
-	for _, idx := range w.liveShards() {
-		p := w.designated(idx)
-		if p == nil {
-			continue
-		}
-		primaries[idx] = p
-		counts[idx] = p.selfSlots()
-	}
-	targets := BalanceTargets(counts, w.in.Shards)
+	primaries, counts, targets := w.balance()
 	var list []ShardSlots
 	for idx, p := range primaries {
 		members := w.shardMembers(idx)
@@ -129,6 +119,21 @@ func (w *world) moves() ([]Action, bool) {
 		out = append(out, w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, method, reason))
 	}
 	return out, len(out) > 0
+}
+
+// balance is each live shard's primary, the slots it holds and the slots
+// it should end up with in the desired shape.
+func (w *world) balance() (primaries map[int]*node, counts, targets map[int]int) {
+	primaries, counts = map[int]*node{}, map[int]int{}
+	for _, idx := range w.liveShards() {
+		p := w.designated(idx)
+		if p == nil {
+			continue
+		}
+		primaries[idx] = p
+		counts[idx] = p.selfSlots()
+	}
+	return primaries, counts, BalanceTargets(counts, w.in.Shards)
 }
 
 // addShards creates every missing node of every new shard in one wave.

@@ -37,11 +37,14 @@ func (s *sim) apply(a Action) {
 		}
 		s.procs = append(s.procs, p)
 	case KindMeet:
-		n, seed := s.alive(a.Meet.Node), s.alive(a.Meet.Seed)
-		if a.Meet.SeedIP != seed.ip {
-			s.fatalf("meet with wrong address %q", a.Meet.SeedIP)
+		n := s.alive(a.Meet.Node)
+		for _, sd := range a.Meet.Seeds {
+			seed := s.alive(sd.Name)
+			if sd.IP != seed.ip {
+				s.fatalf("meet with wrong address %q", sd.IP)
+			}
+			n.knows[seed.id], seed.knows[n.id] = true, true
 		}
-		n.knows[seed.id], seed.knows[n.id] = true, true
 	case KindForget:
 		id := a.Forget.NodeID
 		var want []string
