@@ -69,11 +69,16 @@ func TestRender(t *testing.T) {
 		name: "resharding ratio",
 		report: with(func(r *Report) {
 			r.Records.Resharding = []record.Resharding{
-				{Method: "operator", Command: "spec.shards: 3 → 4", Keys: 1000, ValueBytes: 1024, KeysMoved: 250, BytesMoved: 258000, SlotsMoved: 4096, MigrationSeconds: 10, TotalSeconds: 20},
-				{Method: "valkey-cli", Command: "valkey-cli --cluster rebalance", Keys: 1000, ValueBytes: 1024, KeysMoved: 250, BytesMoved: 258000, SlotsMoved: 4096, MigrationSeconds: 5, TotalSeconds: 6},
+				{Method: "operator", Direction: "3 → 4", Command: "spec.shards: 3 → 4", Keys: 1000, ValueBytes: 1024, KeysMoved: 250, BytesMoved: 258000, SlotsMoved: 4096, MigrationSeconds: 10, TotalSeconds: 20, Requests: 900, Failed: 1, LongestGapMs: 120},
+				{Method: "valkey-cli", Direction: "3 → 4", Command: "valkey-cli --cluster rebalance", Keys: 1000, ValueBytes: 1024, KeysMoved: 250, BytesMoved: 258000, SlotsMoved: 4096, MigrationSeconds: 5, TotalSeconds: 6},
+				{Method: "operator-9", Direction: "4 → 3", Command: "spec.shards: 4 → 3", Keys: 4000, ValueBytes: 1024, KeysMoved: 1000, BytesMoved: 1032000, SlotsMoved: 4096, MigrationSeconds: 1, TotalSeconds: 3},
+				{Method: "migrateslots", Direction: "4 → 3", Command: "CLUSTER MIGRATESLOTS", Keys: 4000, ValueBytes: 1024, KeysMoved: 1000, BytesMoved: 1032000, SlotsMoved: 4096, MigrationSeconds: 1.25, TotalSeconds: 2},
 			}
 		}),
-		want: []string{"1000 keys of 1024 bytes", "| operator | `spec.shards: 3 → 4` | 250 | 4096 | 10.0 s | 25 | 0.03 | 20.0 s |", "at 0.50× the rate"},
+		want: []string{"`MIGRATE`; 1000 keys)", "(4000 keys)",
+			"| 3 → 4 | operator | `spec.shards: 3 → 4` | 250 | 4096 | 10.0 s | 25 | 0.03 | 20.0 s | 1 / 900 | 120 ms |",
+			"3 → 4: the operator moves keys at 0.50× the rate of `valkey-cli --cluster rebalance`, Valkey 8** (goal ≥ 2×: misses)",
+			"4 → 3: the operator moves keys at 1.25× the rate of hand-issued `CLUSTER MIGRATESLOTS`, Valkey 9** (goal ≥ 0.7×: reaches)"},
 	}, {
 		name: "footprint with and without reconciles",
 		report: with(func(r *Report) {

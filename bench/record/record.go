@@ -19,8 +19,9 @@ const EnvDir = "VALKEY_BENCH_OUT"
 
 // Bootstrap is one cluster created from nothing to Active.
 type Bootstrap struct {
-	Shards   int `json:"shards"`
-	Replicas int `json:"replicas"`
+	Version  string `json:"version"` // Valkey's
+	Shards   int    `json:"shards"`
+	Replicas int    `json:"replicas"`
 	// Seconds runs from the create call to the cluster Active with every
 	// slot assigned and every member in place.
 	Seconds float64 `json:"seconds"`
@@ -82,21 +83,32 @@ type Bucket struct {
 	ShardWrites []int `json:"shardWrites"`
 }
 
-// Resharding is one move of a data set onto a new, empty shard.
+// Resharding is one move of a data set onto a new, empty shard, or off it
+// again.
 type Resharding struct {
-	Method     string `json:"method"`  // "operator" or "valkey-cli"
-	Command    string `json:"command"` // what was run or edited
-	Keys       int    `json:"keys"`    // the data set
+	Method  string `json:"method"`  // "operator", "operator-9", "valkey-cli" or "migrateslots"
+	Command string `json:"command"` // what was run or edited
+	// Direction is "3 → 4" (onto a new, empty shard) or "4 → 3" (draining
+	// that shard again).
+	Direction  string `json:"direction"`
+	Keys       int    `json:"keys"` // the data set
 	ValueBytes int    `json:"valueBytes"`
 	KeysMoved  int    `json:"keysMoved"`
 	// BytesMoved counts keys and values of the moved keys.
 	BytesMoved int64 `json:"bytesMoved"`
 	SlotsMoved int   `json:"slotsMoved"`
-	// MigrationSeconds runs from the first slot the new shard starts to
-	// import to the last slot it owns, as seen by polling it; TotalSeconds
-	// from the edit (or the command) to the end, node start included.
+	// MigrationSeconds runs from the first slot the fourth shard starts to
+	// import (or export) to the last slot it gains (or loses), as seen by
+	// polling it; TotalSeconds from the edit (or the command) to the end,
+	// node start or removal included.
 	MigrationSeconds float64 `json:"migrationSeconds"`
 	TotalSeconds     float64 `json:"totalSeconds"`
+	// Load is a client's experience during the move: one writer per
+	// shard, as in Availability.
+	Requests     int     `json:"requests"`
+	Failed       int     `json:"failed"`
+	P99Ms        float64 `json:"p99Ms"`
+	LongestGapMs float64 `json:"longestGapMs"`
 }
 
 // Footprint is the operator process over one phase with a number of

@@ -29,64 +29,59 @@ import (
 // reshardValueBytes is the size of every value of the data set.
 const reshardValueBytes = 1024
 
-// BenchmarkResharding moves the same data set ($VALKEY_BENCH_RESHARD_KEYS
-// keys of 1 KiB, default 100000) from 3 shards onto a fourth, empty one,
-// four times on this machine: by the operator (spec.shards 3 -> 4) on
-// Valkey 8 (classic MIGRATE) and by valkey-cli --cluster rebalance on plain
-// valkey-server 8 processes; by the operator on Valkey 9 (CLUSTER
-// MIGRATESLOTS) and by hand-issued CLUSTER MIGRATESLOTS on plain Valkey 9
-// processes, the limit. All are watched the same way, by polling the new
-// shard.
+// BenchmarkResharding moves a data set of 1 KiB values from 3 shards onto
+// a fourth, empty one and back, on this machine: by the operator
+// (spec.shards 3 -> 4 -> 3) on Valkey 8 (classic MIGRATE) and by
+// valkey-cli --cluster rebalance on plain valkey-server 8 processes
+// ($VALKEY_BENCH_RESHARD_KEYS keys, default 300,000); by the operator on
+// Valkey 9 (CLUSTER MIGRATESLOTS) and by hand-issued CLUSTER MIGRATESLOTS
+// on plain Valkey 9 processes, the limit ($VALKEY_BENCH_RESHARD_KEYS_9,
+// default 1,000,000: a gigabyte). All are watched the same way, by polling
+// the fourth shard, under the same client load.
 func BenchmarkResharding(b *testing.B) {
-	keys := envInt("VALKEY_BENCH_RESHARD_KEYS", 100000)
+	keys8 := envInt("VALKEY_BENCH_RESHARD_KEYS", 300000)
+	keys9 := envInt("VALKEY_BENCH_RESHARD_KEYS_9", 1000000)
 	for _, method := range []struct {
 		name string
-		run  func(b *testing.B, keys int) record.Resharding
+		keys int
+		run  func(b *testing.B, keys int) []record.Resharding
 	}{
-		{"operator", func(b *testing.B, keys int) record.Resharding { return reshardWithOperator(b, keys, "8.0.1") }},
-		{"valkey-cli", reshardWithValkeyCLI},
-		{"operator-9", func(b *testing.B, keys int) record.Resharding { return reshardWithOperator(b, keys, "9.1.2") }},
-		{"migrateslots", reshardWithMigrateSlots},
+		{"operator", keys8, func(b *testing.B, keys int) []record.Resharding { return reshardWithOperator(b, keys, "8.0.1") }},
+		{"valkey-cli", keys8, reshardWithValkeyCLI},
+		{"operator-9", keys9, func(b *testing.B, keys int) []record.Resharding { return reshardWithOperator(b, keys, "9.1.2") }},
+		{"migrateslots", keys9, reshardWithMigrateSlots},
 	} {
 		b.Run(method.name, func(b *testing.B) {
 			for range b.N {
-				r := method.run(b, keys)
-				keysPerSecond := float64(r.KeysMoved) / r.MigrationSeconds
-				b.Logf("%s: %d of %d keys (%d slots) in %.1fs of migration, %.0f keys/s, %.2f MB/s; %.1fs in all",
-					r.Method, r.KeysMoved, r.Keys, r.SlotsMoved, r.MigrationSeconds,
-					keysPerSecond, float64(r.BytesMoved)/1e6/r.MigrationSeconds, r.TotalSeconds)
-				b.ReportMetric(keysPerSecond, "keys/s")
-				saveRecord(b, "resharding-"+r.Method, record.File{Resharding: &r})
+				for i, r := range method.run(b, method.keys) {
+					keysPerSecond := float64(r.KeysMoved) / r.MigrationSeconds
+					b.Logf("%s %s: %d of %d keys (%d slots) in %.1fs of migration, %.0f keys/s, %.2f MB/s; %.1fs in all; load: %d of %d requests failed, longest write gap %.0f ms",
+						r.Method, r.Direction, r.KeysMoved, r.Keys, r.SlotsMoved, r.MigrationSeconds,
+						keysPerSecond, float64(r.BytesMoved)/1e6/r.MigrationSeconds, r.TotalSeconds,
+						r.Failed, r.Requests, r.LongestGapMs)
+					b.ReportMetric(keysPerSecond, fmt.Sprintf("keys/s-%d", i))
+					saveRecord(b, fmt.Sprintf("resharding-%s-%d", r.Method, i), record.File{Resharding: &r})
+				}
 			}
 		})
 	}
 }
 
-func reshardWithOperator(b *testing.B, keys int, version string) record.Resharding {
+// Directions of the two moves every method makes.
+const (
+	reshardOut = "3 → 4"
+	reshardIn  = "4 → 3"
+)
+
+func reshardWithOperator(b *testing.B, keys int, version string) []record.Resharding {
 	ns := benchNamespace("bench-reshard")
 	createNamespace(b, ns)
-	cfgName := createMenu(b, ns)
-	// The menu's 64mb would not hold the data set.
-	var cfg valkeyv1.ValkeyConfig
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: cfgName}, &cfg); err != nil {
-		b.Fatal(err)
-	}
-	cfg.Spec.Valkey["maxmemory"] = "1gb"
-	if err := k8sClient.Update(context.Background(), &cfg); err != nil {
-		b.Fatal(err)
-	}
 	method := "operator"
 	if version != "8.0.1" {
 		method = "operator-" + strings.Split(version, ".")[0]
-		var img valkeyv1.ValkeyImage
-		if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: cfg.Spec.ImageRef}, &img); err != nil {
-			b.Fatal(err)
-		}
-		img.Spec.Tag, img.Spec.Version = version, version
-		if err := k8sClient.Update(context.Background(), &img); err != nil {
-			b.Fatal(err)
-		}
 	}
+	// The menu's 64mb would not hold the data set.
+	cfgName := createConfig(b, ns+"-data", version, valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"maxmemory": "1gb"}})
 	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
 		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfgName, Shards: 3}}
 	if err := k8sClient.Create(context.Background(), vc); err != nil {
@@ -94,53 +89,81 @@ func reshardWithOperator(b *testing.B, keys int, version string) record.Reshardi
 	}
 	key := client.ObjectKeyFromObject(vc)
 	old := waitConverged(b, key, 3, 0, 5*time.Minute).Status.Nodes
-	writeDataSet(b, clusterClient(b, seedOf(key), nil), keys)
+	c := clusterClient(b, seedOf(key), nil)
+	writeDataSet(b, c, keys)
 
-	watch := watchImport(func() (*vk.Node, error) {
-		var pods corev1.PodList
-		if err := k8sClient.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		for _, p := range pods.Items {
-			if !slices.Contains(old, p.Name) && p.Status.PodIP != "" {
-				return dialPod(ns, p.Name)
+	var fourth string
+	dial := func() (*vk.Node, error) {
+		if fourth == "" {
+			var pods corev1.PodList
+			if err := k8sClient.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+			for _, p := range pods.Items {
+				if !slices.Contains(old, p.Name) && p.Status.PodIP != "" {
+					fourth = p.Name
+				}
+			}
+			if fourth == "" {
+				return nil, fmt.Errorf("no new pod yet")
 			}
 		}
-		return nil, fmt.Errorf("no new pod yet")
+		return dialPod(ns, fourth)
+	}
+	version = "Valkey " + version
+	out := measureReshard(b, c, dial, func() {
+		updateCluster(b, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 4 })
+		waitConverged(b, key, 4, 0, 15*time.Minute)
 	})
-	start := time.Now()
-	updateCluster(b, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 4 })
-	waitConverged(b, key, 4, 0, 15*time.Minute)
-	r := watch.finish(b)
-	r.Method, r.Command, r.Keys, r.ValueBytes = method, "spec.shards: 3 → 4 (Valkey "+version+")", keys, reshardValueBytes
-	r.TotalSeconds = time.Since(start).Seconds()
+	out.Command = "spec.shards: 3 → 4 (" + version + ")"
+	in := measureReshard(b, c, dial, func() {
+		updateCluster(b, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 3 })
+		waitConverged(b, key, 3, 0, 15*time.Minute)
+	})
+	in.Command = "spec.shards: 4 → 3 (" + version + ")"
 	deleteCluster(b, key)
-	return r
+	return finishReshards(method, keys, out, in)
 }
 
-func reshardWithValkeyCLI(b *testing.B, keys int) record.Resharding {
-	addrs, start := plainClusterPlusEmpty(b, []string{"valkey-server"}, keys)
-	watch := watchImport(func() (*vk.Node, error) {
-		return vk.Dial(context.Background(), vk.Target{Address: addrs[3]})
+// finishReshards labels the two moves of one method.
+func finishReshards(method string, keys int, out, in record.Resharding) []record.Resharding {
+	out.Direction, in.Direction = reshardOut, reshardIn
+	rs := []record.Resharding{out, in}
+	for i := range rs {
+		rs[i].Method, rs[i].Keys, rs[i].ValueBytes = method, keys, reshardValueBytes
+	}
+	return rs
+}
+
+func reshardWithValkeyCLI(b *testing.B, keys int) []record.Resharding {
+	addrs, c, added := plainClusterPlusEmpty(b, []string{"valkey-server"}, keys)
+	dial := func() (*vk.Node, error) { return vk.Dial(context.Background(), vk.Target{Address: addrs[3]}) }
+	outArgs := []string{"--cluster", "rebalance", addrs[0], "--cluster-use-empty-masters"}
+	out := measureReshard(b, c, dial, func() { valkeyCLI(b, outArgs...) })
+	out.TotalSeconds += added.Seconds()
+	id := plainNodeID(b, addrs[3])
+	inArgs := []string{"--cluster", "rebalance", addrs[0], "--cluster-weight", id + "=0"}
+	in := measureReshard(b, c, dial, func() {
+		valkeyCLI(b, inArgs...)
+		valkeyCLI(b, "--cluster", "del-node", addrs[0], id)
 	})
-	command := []string{"--cluster", "rebalance", addrs[0], "--cluster-use-empty-masters"}
-	valkeyCLI(b, command...)
-	r := watch.finish(b)
-	r.Method, r.Keys, r.ValueBytes = "valkey-cli", keys, reshardValueBytes
-	r.Command = "valkey-cli " + strings.ReplaceAll(strings.Join(command, " "), addrs[0], "HOST:PORT")
-	r.TotalSeconds = time.Since(start).Seconds()
-	return r
+	host := func(args []string) string {
+		return "valkey-cli " + strings.ReplaceAll(strings.ReplaceAll(strings.Join(args, " "), addrs[0], "HOST:PORT"), id, "<new>")
+	}
+	out.Command, in.Command = host(outArgs), host(inArgs)+"; del-node"
+	return finishReshards("valkey-cli", keys, out, in)
 }
 
 // reshardWithMigrateSlots is the limit on Valkey 9: plain servers, and
-// one CLUSTER MIGRATESLOTS per source, sent together, each giving the new
-// node the top of its range so that all four end even.
-func reshardWithMigrateSlots(b *testing.B, keys int) record.Resharding {
+// CLUSTER MIGRATESLOTS issued by hand, every source at once: onto the new
+// node, each source gives it the top of its range so that all four end
+// even; off it, it gives each range back to the node below it.
+func reshardWithMigrateSlots(b *testing.B, keys int) []record.Resharding {
 	server := testbin.Valkey9Server()
 	if server == nil {
 		b.Fatal("Valkey 9 is not installed: run make valkey")
 	}
-	addrs, start := plainClusterPlusEmpty(b, server, keys)
+	addrs, c, added := plainClusterPlusEmpty(b, server, keys)
 	nodes := make([]*vk.Node, len(addrs))
 	ids := make([]string, len(addrs))
 	for i, addr := range addrs {
@@ -149,33 +172,51 @@ func reshardWithMigrateSlots(b *testing.B, keys int) record.Resharding {
 			b.Fatal(err)
 		}
 		defer n.Close()
-		all, err := n.ClusterNodes(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		me, _ := all.Myself()
-		nodes[i], ids[i] = n, me.ID
+		nodes[i], ids[i] = n, plainNodeID(b, addr)
 	}
-	watch := watchImport(func() (*vk.Node, error) {
-		return vk.Dial(context.Background(), vk.Target{Address: addrs[3]})
-	})
-	target := (vk.MaxSlot + 1) / 4
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i := range 3 {
-		all, err := nodes[i].ClusterNodes(context.Background())
-		if err != nil {
-			b.Fatal(err)
+	dial := func() (*vk.Node, error) { return vk.Dial(context.Background(), vk.Target{Address: addrs[3]}) }
+	quarter := (vk.MaxSlot + 1) / 4
+	out := measureReshard(b, c, dial, func() {
+		var moves []plainMove
+		for i := range 3 {
+			me := plainMyself(b, nodes[i])
+			top := me.Slots[len(me.Slots)-1]
+			give := me.SlotCount() - quarter
+			moves = append(moves, plainMove{from: nodes[i], to: ids[3], r: vk.SlotRange{Start: top.End - give + 1, End: top.End}})
 		}
-		me, _ := all.Myself()
-		top := me.Slots[len(me.Slots)-1]
-		give := me.SlotCount() - target
-		r := vk.SlotRange{Start: top.End - give + 1, End: top.End}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = nodes[i].ClusterMigrateSlots(context.Background(), ids[3], r)
-		}()
+		migrateAll(b, moves)
+		waitSlots(b, nodes[3], func(n int) bool { return n >= quarter })
+	})
+	out.TotalSeconds += added.Seconds()
+	in := measureReshard(b, c, dial, func() {
+		var moves []plainMove
+		for _, r := range plainMyself(b, nodes[3]).Slots {
+			below := plainOwner(b, nodes[0], r.Start-1)
+			moves = append(moves, plainMove{from: nodes[3], to: below, r: r})
+		}
+		migrateAll(b, moves)
+		waitSlots(b, nodes[3], func(n int) bool { return n == 0 })
+	})
+	const cmd = "CLUSTER MIGRATESLOTS SLOTSRANGE … NODE <%s>, %s (Valkey 9.1.2)"
+	out.Command = fmt.Sprintf(cmd, "new", "on each of 3 sources at once")
+	in.Command = fmt.Sprintf(cmd, "old owner", "one per range, at once")
+	return finishReshards("migrateslots", keys, out, in)
+}
+
+// plainMove is one hand-issued CLUSTER MIGRATESLOTS.
+type plainMove struct {
+	from *vk.Node
+	to   string
+	r    vk.SlotRange
+}
+
+// migrateAll issues every move at once.
+func migrateAll(b *testing.B, moves []plainMove) {
+	b.Helper()
+	errs := make([]error, len(moves))
+	var wg sync.WaitGroup
+	for i, m := range moves {
+		wg.Go(func() { errs[i] = m.from.ClusterMigrateSlots(context.Background(), m.to, m.r) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -183,21 +224,77 @@ func reshardWithMigrateSlots(b *testing.B, keys int) record.Resharding {
 			b.Fatal(err)
 		}
 	}
-	eventually(b, 10*time.Minute, "the new node to own a quarter of the slots", func() error {
-		all, err := nodes[3].ClusterNodes(context.Background())
+}
+
+// waitSlots waits until the node's slot count satisfies done.
+func waitSlots(b *testing.B, n *vk.Node, done func(int) bool) {
+	b.Helper()
+	eventually(b, 10*time.Minute, "the slot moves to complete", func() error {
+		all, err := n.ClusterNodes(context.Background())
 		if err != nil {
 			return err
 		}
 		me, _ := all.Myself()
-		if me.SlotCount() < target {
+		if !done(me.SlotCount()) {
 			return fmt.Errorf("%d slots", me.SlotCount())
 		}
 		return nil
 	})
+}
+
+func plainMyself(b *testing.B, n *vk.Node) vk.ClusterNode {
+	b.Helper()
+	all, err := n.ClusterNodes(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	me, _ := all.Myself()
+	return me
+}
+
+func plainNodeID(b *testing.B, addr string) string {
+	b.Helper()
+	n, err := vk.Dial(context.Background(), vk.Target{Address: addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	return plainMyself(b, n).ID
+}
+
+// plainOwner is the ID of the node owning slot, as n sees it.
+func plainOwner(b *testing.B, n *vk.Node, slot int) string {
+	b.Helper()
+	all, err := n.ClusterNodes(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, cn := range all {
+		for _, r := range cn.Slots {
+			if r.Start <= slot && slot <= r.End {
+				return cn.ID
+			}
+		}
+	}
+	b.Fatalf("no node owns slot %d", slot)
+	return ""
+}
+
+// measureReshard runs act (one move, returning when it is done) under a
+// client load and times it by polling the fourth shard's node.
+func measureReshard(b *testing.B, c valkey.Client, dial func() (*vk.Node, error), act func()) record.Resharding {
+	b.Helper()
+	load := startProbeLoad(b, c, "reshard")
+	watch := watchSlots(dial)
+	start := time.Now()
+	act()
 	r := watch.finish(b)
-	r.Method, r.Keys, r.ValueBytes = "migrateslots", keys, reshardValueBytes
-	r.Command = "CLUSTER MIGRATESLOTS SLOTSRANGE … NODE <new> on each of 3 sources at once (Valkey 9.1.2)"
 	r.TotalSeconds = time.Since(start).Seconds()
+	a := load.finish(start)
+	r.Requests, r.Failed, r.P99Ms = a.Requests, a.Failed, a.P99Ms
+	for _, g := range a.Shards {
+		r.LongestGapMs = max(r.LongestGapMs, g.LongestGapMs)
+	}
 	return r
 }
 
@@ -205,8 +302,9 @@ func reshardWithMigrateSlots(b *testing.B, keys int) record.Resharding {
 // cluster of the first three holding the data set, and adds the fourth,
 // empty, once every node knows every other and every slot: a node that has
 // not heard of the new one refuses to hand it a slot, and one that has not
-// learnt the slot map answers CLUSTERDOWN. start is when the add began.
-func plainClusterPlusEmpty(b *testing.B, argv []string, keys int) (addrs []string, start time.Time) {
+// learnt the slot map answers CLUSTERDOWN. added is how long the add took;
+// the client is the data set's.
+func plainClusterPlusEmpty(b *testing.B, argv []string, keys int) (addrs []string, c valkey.Client, added time.Duration) {
 	b.Helper()
 	dir := b.TempDir()
 	for range 4 {
@@ -217,18 +315,18 @@ func plainClusterPlusEmpty(b *testing.B, argv []string, keys int) (addrs []strin
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(c.Close)
 	eventually(b, time.Minute, "the plain cluster to serve every slot", func() error {
 		return plainClusterSettled(addrs[:3])
 	})
 	writeDataSet(b, c, keys)
 
-	start = time.Now()
+	start := time.Now()
 	valkeyCLI(b, "--cluster", "add-node", addrs[3], addrs[0])
 	eventually(b, time.Minute, "every node to know every other and every slot", func() error {
 		return plainClusterSettled(addrs)
 	})
-	return addrs, start
+	return addrs, c, time.Since(start)
 }
 
 // writeDataSet writes keys 1 KiB values, pipelined.
@@ -251,19 +349,26 @@ func writeDataSet(b testing.TB, c valkey.Client, keys int) {
 
 func dataSetKey(i int) string { return fmt.Sprintf("data:%08d", i) }
 
-// importWatch polls the node that receives the slots: it times the
-// migration from the first slot it imports (or owns) to the last slot it
-// gains, whoever drives it.
-type importWatch struct {
-	mu          sync.Mutex
-	first, last time.Time
-	slots       int
-	node        *vk.Node
-	stop, done  chan struct{}
+// slotWatch polls the fourth shard's node, whoever drives the move: it
+// times the migration from the first sign of it (a slot importing or
+// migrating, a changed slot count, or an atomic migration job created after
+// the watch began) to the last change of its slot count, and counts the
+// keys that arrived or left.
+type slotWatch struct {
+	mu            sync.Mutex
+	first, last   time.Time
+	slots0, slots int
+	keys0         int
+	// before are the atomic migration jobs the node listed at the first
+	// poll: an earlier move's, which it keeps reporting for a while.
+	before     map[string]bool
+	node       *vk.Node
+	seen       bool
+	stop, done chan struct{}
 }
 
-func watchImport(dial func() (*vk.Node, error)) *importWatch {
-	w := &importWatch{stop: make(chan struct{}), done: make(chan struct{})}
+func watchSlots(dial func() (*vk.Node, error)) *slotWatch {
+	w := &slotWatch{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		for {
@@ -271,14 +376,14 @@ func watchImport(dial func() (*vk.Node, error)) *importWatch {
 			select {
 			case <-w.stop:
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	}()
 	return w
 }
 
-func (w *importWatch) poll(dial func() (*vk.Node, error)) {
+func (w *slotWatch) poll(dial func() (*vk.Node, error)) {
 	if w.node == nil {
 		n, err := dial()
 		if err != nil {
@@ -297,47 +402,70 @@ func (w *importWatch) poll(dial func() (*vk.Node, error)) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.first.IsZero() && (len(me.Importing) > 0 || me.SlotCount() > 0 || w.atomicImport()) {
+	n := me.SlotCount()
+	if !w.seen {
+		w.seen, w.slots0, w.slots = true, n, n
+		w.keys0 = keyCount(w.node)
+		w.before = map[string]bool{}
+		for _, j := range w.jobs() {
+			w.before[j.Name] = true
+		}
+	}
+	if w.first.IsZero() && (len(me.Importing) > 0 || len(me.Migrating) > 0 || n != w.slots0 || w.atomicJob()) {
 		w.first = now
 	}
-	if n := me.SlotCount(); n > w.slots {
+	if n != w.slots {
 		w.slots, w.last = n, now
 	}
 }
 
-// atomicImport: the node has an atomic slot migration (CLUSTER
-// MIGRATESLOTS) under way or done. Its slots change owner only when a job
-// completes, so the job, not the first owned slot, marks the start.
-func (w *importWatch) atomicImport() bool {
-	jobs, err := w.node.ClusterGetSlotMigrations(context.Background())
-	return err == nil && len(jobs) > 0
+// atomicJob: the node has an atomic slot migration (CLUSTER MIGRATESLOTS)
+// begun since the watch started. Its slots change owner only when a job
+// completes, so the job, not the first slot, marks the start.
+func (w *slotWatch) atomicJob() bool {
+	return slices.ContainsFunc(w.jobs(), func(j vk.SlotMigration) bool { return !w.before[j.Name] })
 }
 
-// finish stops polling and counts what the new node holds.
-func (w *importWatch) finish(b *testing.B) record.Resharding {
-	b.Helper()
-	close(w.stop)
-	<-w.done
-	if w.node == nil || w.first.IsZero() {
-		b.Fatal("the new shard was never seen importing")
-	}
-	defer w.node.Close()
-	info, err := w.node.Info(context.Background(), "keyspace")
+// jobs lists the node's atomic migration jobs (none below Valkey 9).
+func (w *slotWatch) jobs() []vk.SlotMigration {
+	jobs, _ := w.node.ClusterGetSlotMigrations(context.Background())
+	return jobs
+}
+
+// keyCount is the node's number of keys, -1 if it cannot tell.
+func keyCount(n *vk.Node) int {
+	info, err := n.Info(context.Background(), "keyspace")
 	if err != nil {
-		b.Fatal(err)
+		return -1
 	}
-	moved := 0
+	count := 0
 	if db0, ok := info["keyspace"]["db0"]; ok {
 		for field := range strings.SplitSeq(db0, ",") {
 			if v, ok := strings.CutPrefix(field, "keys="); ok {
-				moved, _ = strconv.Atoi(v)
+				count, _ = strconv.Atoi(v)
 			}
 		}
 	}
+	return count
+}
+
+// finish stops polling and counts what moved.
+func (w *slotWatch) finish(b *testing.B) record.Resharding {
+	b.Helper()
+	close(w.stop)
+	<-w.done
+	if w.node == nil || w.first.IsZero() || w.last.IsZero() {
+		b.Fatal("the fourth shard was never seen moving slots")
+	}
+	// A drained node may be gone by now (the operator deletes it,
+	// del-node shuts it down): it ended with no key.
+	keys := max(keyCount(w.node), 0)
+	moved := max(keys-w.keys0, w.keys0-keys)
+	w.node.Close()
 	return record.Resharding{
 		KeysMoved:        moved,
 		BytesMoved:       int64(moved) * int64(len(dataSetKey(0))+reshardValueBytes),
-		SlotsMoved:       w.slots,
+		SlotsMoved:       max(w.slots-w.slots0, w.slots0-w.slots),
 		MigrationSeconds: w.last.Sub(w.first).Seconds(),
 	}
 }
