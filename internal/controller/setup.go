@@ -3,15 +3,18 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -106,11 +109,16 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&valkeyv1.ValkeyCluster{}).
+		// Not on status writes: the controller writes the status itself on
+		// every step of a bootstrap or a move, and each write would start
+		// another reconcile ahead of the one the step asked for. The
+		// reloaders' conditions are read at the next pass.
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(ignoreNewSamples())).
 		// An edited or deleted policy is restored at once.
 		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods())).
+		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods(), podChangesThatMatter())).
 		// A user's TLS Secret is not in the cache; its own watch reports it.
 		WatchesRawSource(source.Channel(secrets.events, byTLSSecret)).
 		Watches(&corev1.Secret{}, byOwnSecret).
@@ -143,6 +151,27 @@ func managedPods() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[valkeyv1.LabelManagedBy] == valkeyv1.LabelManagedByValue
 	})
+}
+
+// podChangesThatMatter passes a pod update only when it changes what the
+// cluster controller decides from: the pod's state as the planner sees it
+// (phase, address, deletion, why it cannot be scheduled), its containers'
+// states, its labels. The annotations and the readiness gate the controller
+// writes itself, and the Ready condition the kubelet derives from them,
+// would otherwise start a reconcile per pod after every pass.
+func podChangesThatMatter() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*corev1.Pod)
+		cur, okNew := e.ObjectNew.(*corev1.Pod)
+		if !okOld || !okNew {
+			return true
+		}
+		return podState(old) != podState(cur) ||
+			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
+			!maps.Equal(old.Labels, cur.Labels) ||
+			!equality.Semantic.DeepEqual(old.Status.ContainerStatuses, cur.Status.ContainerStatuses) ||
+			!equality.Semantic.DeepEqual(old.Status.InitContainerStatuses, cur.Status.InitContainerStatuses)
+	}}
 }
 
 func requestsFor(items []valkeyv1.ValkeyCluster) []reconcile.Request {
