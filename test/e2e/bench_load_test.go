@@ -42,6 +42,8 @@ type probeLoad struct {
 
 	mu      sync.Mutex
 	samples []probeSample
+	// errs are the first few failures, for the log.
+	errs []string
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -154,6 +156,9 @@ func (l *probeLoad) do(shard int, write bool, req func(ctx context.Context) erro
 	end := time.Now()
 	l.mu.Lock()
 	l.samples = append(l.samples, probeSample{at: end, latency: end.Sub(start), shard: shard, write: write, ok: err == nil})
+	if err != nil && len(l.errs) < 5 {
+		l.errs = append(l.errs, fmt.Sprintf("%s: %v", end.Format("15:04:05.000"), err))
+	}
 	l.mu.Unlock()
 	return err == nil
 }

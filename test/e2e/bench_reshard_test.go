@@ -291,6 +291,9 @@ func measureReshard(b *testing.B, c valkey.Client, dial func() (*vk.Node, error)
 	r := watch.finish(b)
 	r.TotalSeconds = time.Since(start).Seconds()
 	a := load.finish(start)
+	if len(load.errs) > 0 {
+		b.Logf("first failed requests (the move began %s): %s", start.Format("15:04:05.000"), strings.Join(load.errs, "; "))
+	}
 	r.Requests, r.Failed, r.P99Ms = a.Requests, a.Failed, a.P99Ms
 	for _, g := range a.Shards {
 		r.LongestGapMs = max(r.LongestGapMs, g.LongestGapMs)
@@ -457,10 +460,13 @@ func (w *slotWatch) finish(b *testing.B) record.Resharding {
 	if w.node == nil || w.first.IsZero() || w.last.IsZero() {
 		b.Fatal("the fourth shard was never seen moving slots")
 	}
-	// A drained node may be gone by now (the operator deletes it,
-	// del-node shuts it down): it ended with no key.
-	keys := max(keyCount(w.node), 0)
-	moved := max(keys-w.keys0, w.keys0-keys)
+	// A drained node gave every key it had; it may be gone by now (the
+	// operator deletes it, del-node shuts it down) or still deleting the
+	// keys it gave in the background.
+	moved := w.keys0
+	if w.slots > 0 {
+		moved = max(keyCount(w.node)-w.keys0, w.keys0-keyCount(w.node))
+	}
 	w.node.Close()
 	return record.Resharding{
 		KeysMoved:        moved,
