@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -199,4 +201,24 @@ func (r *ClusterReconciler) noteStateChange(ctx context.Context, from valkeyv1.C
 	}
 	logFrom(ctx).Info("state changed", "from", from, "to", to, "why", why)
 	r.Recorder.Eventf(vc, nil, eventType, valkeyv1.ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, truncate(why, 900))
+}
+
+// noteUnreachable keeps nodes the operator could not ask visible in status.
+func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *observed) {
+	if len(o.unreachable) == 0 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(o.unreachable))
+	first := o.unreachable[names[0]]
+	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonUnreachable,
+		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))
+}
+
+func isConditionMessage(vc *valkeyv1.ValkeyCluster, typ, msg string) bool {
+	for _, c := range vc.Status.Conditions {
+		if c.Type == typ {
+			return c.Message == msg
+		}
+	}
+	return false
 }

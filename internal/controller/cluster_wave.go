@@ -15,6 +15,19 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
+// afterAction is how soon a cluster is reconciled again after a wave:
+// immediately in spirit, but through the delaying queue so the rate limiter's
+// per-item backoff, meant for errors, never paces a healthy bootstrap.
+const afterAction = 50 * time.Millisecond
+
+// afterFailover is how long a failover is given to complete (a manual
+// failover takes well under a second; cluster-node-timeout is 5 s).
+const afterFailover = 5 * time.Second
+
+// afterFailedMigration paces the retries of a slot move whose last attempt
+// failed.
+const afterFailedMigration = 5 * time.Second
+
 // actWave runs every action of a wave, at most Options.WaveConcurrency at
 // once, and waits for all of them: the actions are independent, so one
 // failing never stops the others. Each failure is counted, reported as a
@@ -82,4 +95,11 @@ func afterWave(wave topology.Wave) ctrlrt.Result {
 		}
 	}
 	return ctrlrt.Result{RequeueAfter: after}
+}
+
+func resultLabel(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "success"
 }
