@@ -27,6 +27,43 @@ type tlsCheck struct {
 	Info *tlssecret.Info
 }
 
+// reconcileTLS validates the user's Secret and refreshes the nodes' copy
+// of it. An invalid Secret makes the cluster Invalid and leaves only
+// healing to do, which reaches the nodes with the CA they run with.
+func (r *ClusterReconciler) reconcileTLS(ctx context.Context, s *clusterScope) (phaseResult, error) {
+	vc := s.vc
+	if vc.Spec.TLS == nil {
+		return nextPhase, nil
+	}
+	var err error
+	// The user's Secret is not in the cache, which holds only the
+	// operator's own Secrets.
+	if s.tls, err = checkTLS(ctx, r.APIReader, vc, r.Options.ClusterDomain); err != nil {
+		return phaseResult{}, err
+	}
+	if f := s.tls.Failure; f != nil {
+		r.setInvalid(ctx, vc, f.Reason, f.Message)
+		if s.nodeCA, err = r.mountedCA(ctx, s.rc); err != nil || s.nodeCA == nil || !formed(vc) {
+			// Nothing runs yet that could need healing, or no copy of the
+			// material the nodes run with to reach them.
+			return requeueAfter(r.Options.SteadyResync), err
+		}
+		return nextPhase, nil
+	}
+	if vc.Status.State == valkeyv1.StateInvalid {
+		// Back to where it was: bootstrap resumes, or a formed cluster
+		// passes a no-op check on its way to Active.
+		vc.Status.State = valkeyv1.StateCreating
+		vc.Status.Message = ""
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonValid, "ValidateTLS", "TLS Secret %q is valid again", vc.Spec.TLS.SecretRef)
+	}
+	r.applyTLSConditions(ctx, vc, s.tls)
+	if err := r.ensureNodeTLSSecret(ctx, s.rc, s.tls.Secret); err != nil {
+		return phaseResult{}, err
+	}
+	return nextPhase, nil
+}
+
 // checkTLS reads and validates the Secret named by spec.tls.secretRef. Only
 // an API error other than NotFound is returned as an error: an invalid
 // Secret is an outcome, not a failure of the reconcile.

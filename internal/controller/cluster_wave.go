@@ -28,6 +28,40 @@ const afterFailover = 5 * time.Second
 // failed.
 const afterFailedMigration = 5 * time.Second
 
+// runWave acts on the wave, unless the cluster is paused, and says when to
+// look again.
+func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Result, error) {
+	vc, wave := s.vc, s.wave
+	log := logFrom(ctx)
+	if r.applyPause(ctx, vc, wave) {
+		return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+	}
+	if !wave.Acts() {
+		if s.creating && wave.Done() {
+			log.Info(topology.ReasonFormed)
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
+		}
+		r.noteUnreachable(vc, s.o)
+		if wave.Done() && !s.rotating {
+			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+		}
+		if lead := wave.Lead(); lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {
+			log.Info(lead.Reason, "detail", lead.Detail)
+		}
+		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
+	}
+	log.V(1).Info("acting", "wave", wave.String())
+	for _, a := range wave.Actions {
+		if a.Reason == topology.ReasonRetryMigration {
+			log.Info("slot migration failed, retrying", "detail", a.Detail)
+		}
+	}
+	if err := r.actWave(ctx, s, wave); err != nil {
+		return ctrlrt.Result{}, err
+	}
+	return afterWave(wave), nil
+}
+
 // actWave runs every action of a wave, at most Options.WaveConcurrency at
 // once, and waits for all of them: the actions are independent, so one
 // failing never stops the others. Each failure is counted, reported as a
