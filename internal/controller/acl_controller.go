@@ -6,20 +6,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -36,51 +32,28 @@ import (
 // a change of that Secret and on a tick, which also reverts ACL SETUSER
 // edits made by hand.
 type ACLReloader struct {
-	client.Client
-	// APIReader reads the cluster around the cache for status writes.
-	APIReader client.Reader
-	Options   Options
-	Recorder  events.EventRecorder
-	// Dialer opens connections to nodes; nil dials directly.
-	Dialer DialFunc
-
-	mu       sync.Mutex
-	clusters map[types.NamespacedName]*aclMemory
+	reloader[aclNode, aclPace]
 }
 
-// aclMemory paces one cluster; losing it costs at most an extra ACL LOAD
-// per node.
-type aclMemory struct {
-	// want is the rendered file's hash last seen; since is when the nodes
-	// last all ran it, or when it changed.
-	want  string
-	since time.Time
-	// lastFull is when every node was last sent ACL LOAD; in between, a
-	// retry only visits the nodes not yet confirmed.
+// aclPace lets a retry between ticks visit only the nodes not yet
+// confirmed on the file.
+type aclPace struct {
+	// lastFull is when every node was last sent ACL LOAD.
 	lastFull time.Time
-	// confirmed maps a pod to the file hash its ACL LIST last matched.
-	confirmed map[types.UID]string
 }
 
 // SetupACLReload registers the ACL reload controller.
 func SetupACLReload(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
-	r := &ACLReloader{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Options:   opts,
-		Recorder:  mgr.GetEventRecorder("valkey-operator"),
-		Dialer:    dialer,
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("aclreload").
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(valkeyv1.CondACLApplied, nil))).
-		Watches(&corev1.Secret{}, toCluster(render.ACLSecretName)).
+	r := &ACLReloader{reloader: reloader[aclNode, aclPace]{
+		condition: valkeyv1.CondACLApplied,
+		secret:    render.ACLSecretName,
+		metrics:   []*prometheus.MetricVec{aclLoads.MetricVec},
+	}}
+	err := r.build(mgr, opts, dialer, "aclreload", nil).
 		// A node that starts answering is checked at once, not on the tick.
 		Watches(&corev1.Pod{}, toCluster(anyName), builder.WithPredicates(managedPods(), podAddressChanged())).
-		// A node that does not answer holds up its own cluster's pass, not
-		// every other cluster's.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r); err != nil {
+		Complete(r)
+	if err != nil {
 		return fmt.Errorf("setting up ACL reload controller: %w", err)
 	}
 	return nil
@@ -102,66 +75,93 @@ func podAddressChanged() predicate.Predicate {
 }
 
 func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var vc valkeyv1.ValkeyCluster
-	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("reading cluster: %w", err)
-	}
-	if !vc.DeletionTimestamp.IsZero() {
-		r.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-	tick := r.tick()
-	// An Invalid cluster is left alone; the state change back is watched.
-	if vc.Status.State == valkeyv1.StateInvalid {
-		return ctrl.Result{RequeueAfter: tick}, nil
-	}
-	log := logf.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace)
-	ctx = logf.IntoContext(ctx, log)
+	return r.reconcile(ctx, req.NamespacedName, r)
+}
 
-	secretName := render.ACLSecretName(vc.Name)
-	var aclSecret corev1.Secret
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: secretName}, &aclSecret); {
-	case apierrors.IsNotFound(err):
-		// Not rendered yet; its creation is watched.
-		return ctrl.Result{RequeueAfter: tick}, nil
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", secretName, err)
-	}
+// manages every cluster: each has system users.
+func (r *ACLReloader) manages(*valkeyv1.ValkeyCluster) bool { return true }
+
+func (r *ACLReloader) tick() time.Duration {
+	return positiveOr(r.Options.ACLReloadInterval, DefaultOptions().ACLReloadInterval)
+}
+
+func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclSecret *corev1.Secret, tick time.Duration) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	key := client.ObjectKeyFromObject(vc)
 	file := string(aclSecret.Data[render.KeyACL])
 	want, err := parseACLLines(strings.Split(file, "\n"))
 	if err != nil {
 		// The cluster controller renders it; a file this cannot read is a
 		// defect to report, not a reason to stop reloading.
-		return ctrl.Result{}, fmt.Errorf("reading the ACL file in Secret %s: %w", secretName, err)
+		return ctrl.Result{}, fmt.Errorf("reading the ACL file in Secret %s: %w", aclSecret.Name, err)
 	}
-	conn, err := nodeConnector(ctx, r, &vc, r.Options.ClusterDomain, r.Dialer)
+	conn, err := nodeConnector(ctx, r, vc, r.Options.ClusterDomain, r.Dialer)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pods, err := runningPods(ctx, r, &vc)
+	pods, err := runningPods(ctx, r, vc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	sum := sha256.Sum256([]byte(file))
 	hash := hex.EncodeToString(sum[:])
-	mem, full := r.memory(req.NamespacedName, hash, tick)
+	mem, full := r.full(key, hash, tick)
 	if full {
 		log.Info("ACL reconcile tick")
 	}
-	nodes := r.pass(ctx, &vc, conn, pods, file, want, hash, mem, full)
+	nodes := r.pass(ctx, mem, pods, func(ctx context.Context, pod *corev1.Pod, confirmed string) (aclNode, string) {
+		// Outside a full pass, a node already confirmed on this file is
+		// reported as it was.
+		if !full && confirmed == hash {
+			return aclNode{Name: pod.Name}, hash
+		}
+		out := r.visit(ctx, vc, conn, pod, file, want)
+		if out.current() {
+			return out, hash
+		}
+		return out, ""
+	})
 
 	prior := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondACLApplied)
+	rep := summarizeACL(aclInput{Secret: aclSecret.Name, Nodes: nodes, Age: r.unsettled(mem), Tick: tick})
+	r.settle(mem, rep)
+	if prior == nil || prior.Message != rep.Message {
+		r.warn(vc, pods, aclSecret.Name, rep)
+	}
+	if err := r.writeStatus(ctx, key, rep.Status, rep.Reason, rep.Message, nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+}
+
+// full returns the cluster's memory and whether this pass visits every
+// node: when the rendered file changed or a tick has passed.
+func (r *ACLReloader) full(key types.NamespacedName, hash string, tick time.Duration) (*reloadMemory[aclPace], bool) {
+	mem, changed := r.memory(key, hash)
 	r.mu.Lock()
-	age := time.Since(mem.since)
-	r.mu.Unlock()
-	rep := summarizeACL(aclInput{Secret: secretName, Nodes: nodes, Age: age, Tick: tick})
-	r.settle(req.NamespacedName, rep)
-	if (prior == nil || prior.Message != rep.Message) && len(rep.Rejected) > 0 {
+	defer r.mu.Unlock()
+	now := time.Now()
+	full := changed || now.Sub(mem.own.lastFull) >= tick
+	if full {
+		mem.own.lastFull = now
+	}
+	return mem, full
+}
+
+// settle restarts the unsettled clock once every node runs the file, so
+// the next change gets the full window of quick retries.
+func (r *ACLReloader) settle(mem *reloadMemory[aclPace], rep aclReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rep.Status == metav1.ConditionTrue {
+		mem.since = time.Now()
+	}
+}
+
+// warn emits the Warnings of a changed condition message.
+func (r *ACLReloader) warn(vc *valkeyv1.ValkeyCluster, pods []*corev1.Pod, secretName string, rep aclReport) {
+	if len(rep.Rejected) > 0 {
 		byName := map[string]*corev1.Pod{}
 		for _, p := range pods {
 			byName[p.Name] = p
@@ -169,105 +169,13 @@ func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		for _, n := range rep.Rejected {
 			// The pod as related object keeps one node's Event from being
 			// folded into another's series.
-			r.Recorder.Eventf(&vc, byName[n.Name], corev1.EventTypeWarning, valkeyv1.ReasonACLRejected, "LoadACL",
+			r.Recorder.Eventf(vc, byName[n.Name], corev1.EventTypeWarning, valkeyv1.ReasonACLRejected, "LoadACL",
 				"node %s rejected the ACL file in Secret %q and keeps its previous ACL rules: %s", n.Name, secretName, truncate(n.Rejected.Error(), 800))
 		}
 	}
-	if (prior == nil || prior.Message != rep.Message) && rep.Reason == valkeyv1.ReasonACLLoadUnsafe {
-		r.Recorder.Eventf(&vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonACLLoadUnsafe, "LoadACL", "%s", rep.Message)
+	if rep.Reason == valkeyv1.ReasonACLLoadUnsafe {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonACLLoadUnsafe, "LoadACL", "%s", rep.Message)
 	}
-	if err := r.writeStatus(ctx, req.NamespacedName, rep); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
-}
-
-func (r *ACLReloader) tick() time.Duration {
-	if r.Options.ACLReloadInterval > 0 {
-		return r.Options.ACLReloadInterval
-	}
-	return DefaultOptions().ACLReloadInterval
-}
-
-// memory returns the cluster's pacing state and whether this pass visits
-// every node: when the rendered file changed or a tick has passed.
-func (r *ACLReloader) memory(key types.NamespacedName, hash string, tick time.Duration) (*aclMemory, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.clusters == nil {
-		r.clusters = map[types.NamespacedName]*aclMemory{}
-	}
-	m := r.clusters[key]
-	if m == nil {
-		m = &aclMemory{confirmed: map[types.UID]string{}}
-		r.clusters[key] = m
-	}
-	now := time.Now()
-	full := m.want != hash || now.Sub(m.lastFull) >= tick
-	if m.want != hash {
-		m.want, m.since = hash, now
-	}
-	if full {
-		m.lastFull = now
-	}
-	return m, full
-}
-
-// settle restarts the unsettled clock once every node runs the file, so
-// the next change gets the full window of quick retries.
-func (r *ACLReloader) settle(key types.NamespacedName, rep aclReport) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m := r.clusters[key]; m != nil && rep.Status == metav1.ConditionTrue {
-		m.since = time.Now()
-	}
-}
-
-func (r *ACLReloader) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	delete(r.clusters, key)
-	r.mu.Unlock()
-	aclLoads.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name})
-}
-
-// pass visits the nodes concurrently, so one that does not answer neither
-// delays nor blocks the others. Outside a full pass, a node already
-// confirmed on this file is reported as it was.
-func (r *ACLReloader) pass(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pods []*corev1.Pod,
-	file string, want map[string]aclUser, hash string, mem *aclMemory, full bool) []aclNode {
-	r.mu.Lock()
-	skip := make([]bool, len(pods))
-	for i, p := range pods {
-		skip[i] = !full && mem.confirmed[p.UID] == hash
-	}
-	r.mu.Unlock()
-
-	out := make([]aclNode, len(pods))
-	var wg sync.WaitGroup
-	for i, pod := range pods {
-		out[i] = aclNode{Name: pod.Name}
-		if skip[i] {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = r.visit(ctx, vc, conn, pod, file, want)
-		}()
-	}
-	wg.Wait()
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// Only pods that still exist are remembered.
-	confirmed := map[types.UID]string{}
-	for i, pod := range pods {
-		if out[i].current() {
-			confirmed[pod.UID] = hash
-		}
-	}
-	mem.confirmed = confirmed
-	return out
 }
 
 // visit brings one node to the rendered rules and counts the attempt.
@@ -400,16 +308,4 @@ func (r *ACLReloader) compare(ctx context.Context, n *valkey.Node, want map[stri
 		return "unreadable ACL LIST: " + err.Error()
 	}
 	return diffACL(want, got)
-}
-
-// writeStatus writes only the ACLApplied condition.
-func (r *ACLReloader) writeStatus(ctx context.Context, key types.NamespacedName, rep aclReport) error {
-	err := updateClusterStatus(ctx, r.Client, r.APIReader, key, func(vc *valkeyv1.ValkeyCluster) bool {
-		setCondition(vc, valkeyv1.CondACLApplied, rep.Status, rep.Reason, rep.Message)
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("writing ACL status: %w", err)
-	}
-	return nil
 }

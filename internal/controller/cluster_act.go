@@ -14,21 +14,9 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
-	"github.com/gomomento/valkey-operator/internal/resolve"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
-
-// clusterScope is what one reconcile of a cluster has learned by the time
-// it acts: the cluster, its renderer, its resolved config, the observation,
-// and how to reach its nodes.
-type clusterScope struct {
-	vc   *valkeyv1.ValkeyCluster
-	rc   render.Cluster
-	res  *resolve.Result
-	o    *observed
-	conn *connector
-}
 
 // act performs one planned action. It returns an error only when the action
 // failed; the caller reports it and retries on the next tick.

@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrlrt "sigs.k8s.io/controller-runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,33 +17,12 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
-	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// afterAction is how soon a cluster is reconciled again after a wave:
-// immediately in spirit, but through the delaying queue so the rate limiter's
-// per-item backoff, meant for errors, never paces a healthy bootstrap.
-const afterAction = 50 * time.Millisecond
-
-// afterFailover is how long a failover is given to complete (a manual
-// failover takes well under a second; cluster-node-timeout is 5 s).
-const afterFailover = 5 * time.Second
-
-// afterFailedMigration paces the retries of a slot move whose last attempt
-// failed.
-const afterFailedMigration = 5 * time.Second
-
-// afterStep is how soon a cluster waiting on a step of a procedure (a
-// handshake, gossip, slot agreement, a replica's initial sync, a slot
-// migration) looks again. Those pass by themselves within a second or two
-// and nothing in the API signals them, so waiting the full PendingRequeue
-// would stretch every bootstrap and join by whole seconds.
-const afterStep = 250 * time.Millisecond
-
 // ClusterReconciler drives a ValkeyCluster: validate, resolve, render the
-// cluster-level objects, observe every node, then perform the planner's
-// single next action.
+// cluster-level objects, observe every node, then act on the planner's
+// next wave.
 type ClusterReconciler struct {
 	ctrl.Client
 	// APIReader reads around the cache where a stale answer would be harmful.
@@ -119,387 +92,76 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (
 	return result, nil
 }
 
+// clusterScope is what one reconcile of a cluster learns, phase by phase:
+// each phase reads what the earlier ones set and adds its own.
+type clusterScope struct {
+	vc *valkeyv1.ValkeyCluster
+	rc render.Cluster
+
+	// From the base objects: the system users' passwords.
+	passwords render.Passwords
+
+	// From TLS: the check of the user's Secret. While it failed, only
+	// healing continues, and nodeCA is the CA the nodes run with.
+	tls    tlsCheck
+	nodeCA []byte
+
+	// From resolve: the config, image and roles.
+	res   *resolve.Result
+	users []resolve.User
+
+	// From observe: the nodes, pods and views, and how to reach the nodes.
+	o    *observed
+	conn *connector
+
+	// From the derived objects: a credentials rotation is under way.
+	rotating bool
+
+	// From plan: what the planner was given and decided, and the nodes
+	// whose containers keep failing, with why creations are held.
+	creating bool
+	in       topology.Input
+	wave     topology.Wave
+	failures []containerFailure
+	held     string
+}
+
+// phaseResult is how a phase ends: done ends the reconcile with result, as
+// an error does; otherwise the next phase runs.
+type phaseResult struct {
+	done   bool
+	result ctrlrt.Result
+}
+
+// nextPhase lets the reconcile go on.
+var nextPhase = phaseResult{}
+
+// requeueAfter ends the reconcile, to look again after d.
+func requeueAfter(d time.Duration) phaseResult {
+	return phaseResult{done: true, result: ctrlrt.Result{RequeueAfter: d}}
+}
+
+// reconcile runs the phases in order (docs/architecture.md lists them with
+// their files). Acting always ends it: it says when to look again.
 func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
-	log := logFrom(ctx)
 	if vc.Status.State == "" {
 		vc.Status.State = valkeyv1.StateCreating
 		vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: vc.Spec.Shards, ReplicasPerShard: vc.Spec.ReplicasPerShard}
 	}
-	rc := render.Cluster{Cluster: vc, ClusterDomain: r.Options.ClusterDomain, DefaultZoneSpread: r.Options.DefaultZoneSpread,
-		ExporterImage: r.Options.ExporterImage}
-
-	// Cluster-level objects that do not depend on the TLS material are kept
-	// current even while Invalid.
-	if err := r.ensureService(ctx, rc); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	passwords, err := r.ensurePasswords(ctx, rc)
-	if lost := (*errCredentialsLost)(nil); errors.As(err, &lost) {
-		if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondReady); c == nil || c.Reason != valkeyv1.ReasonCredentialsLost {
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonCredentialsLost, "EnsureCredentials", "%s", lost.message)
-		}
-		setCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonCredentialsLost, lost.message)
-		setCondition(vc, valkeyv1.CondDegraded, metav1.ConditionTrue, valkeyv1.ReasonCredentialsLost, lost.message)
-	}
-	if err != nil {
-		return ctrlrt.Result{}, err
-	}
-
-	var tls tlsCheck
-	var nodeCA []byte // the CA the nodes run with, while the user's Secret is invalid
-	if vc.Spec.TLS != nil {
-		// The user's Secret is not in the cache, which holds only the
-		// operator's own Secrets.
-		if tls, err = checkTLS(ctx, r.APIReader, vc, r.Options.ClusterDomain); err != nil {
-			return ctrlrt.Result{}, err
-		}
-		if tls.Failure != nil {
-			r.setInvalid(ctx, vc, tls.Failure.Reason, tls.Failure.Message)
-			if nodeCA, err = r.mountedCA(ctx, rc); err != nil || nodeCA == nil || !formed(vc) {
-				// Nothing runs yet that could need healing, or no copy of
-				// the material the nodes run with to reach them.
-				return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, err
-			}
-		} else if vc.Status.State == valkeyv1.StateInvalid {
-			// Back to where it was: bootstrap resumes, or a formed cluster
-			// passes a no-op check on its way to Active.
-			vc.Status.State = valkeyv1.StateCreating
-			vc.Status.Message = ""
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonValid, "ValidateTLS", "TLS Secret %q is valid again", vc.Spec.TLS.SecretRef)
-		}
-		if tls.Failure == nil {
-			r.applyTLSConditions(ctx, vc, tls)
-			if err := r.ensureNodeTLSSecret(ctx, rc, tls.Secret); err != nil {
-				return ctrlrt.Result{}, err
-			}
+	s := &clusterScope{vc: vc, rc: render.Cluster{Cluster: vc, ClusterDomain: r.Options.ClusterDomain,
+		DefaultZoneSpread: r.Options.DefaultZoneSpread, ExporterImage: r.Options.ExporterImage}}
+	for _, phase := range []func(context.Context, *clusterScope) (phaseResult, error){
+		r.ensureBaseObjects,
+		r.reconcileTLS,
+		r.resolveConfig,
+		r.observe,
+		r.ensureDerivedObjects,
+		r.plan,
+		r.report,
+	} {
+		if pr, err := phase(ctx, s); pr.done || err != nil {
+			return pr.result, err
 		}
 	}
-
-	res, users, err := r.resolve(ctx, vc)
-	if err != nil {
-		var rerr *resolve.Error
-		if errors.As(err, &rerr) {
-			log.Info(rerr.Message)
-			if !isConditionMessage(vc, valkeyv1.CondReferencesResolved, rerr.Message) {
-				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, rerr.Reason, "Resolve", "%s", rerr.Message)
-			}
-			setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
-			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
-		}
-		return ctrlrt.Result{}, err
-	}
-	setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionTrue, valkeyv1.ReasonResolved,
-		fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
-	r.applyDefaultUserCondition(vc, users)
-
-	o, err := r.listMembers(ctx, vc)
-	if err != nil {
-		return ctrlrt.Result{}, err
-	}
-	// A view without the nodes the last wave created would plan them again.
-	if missing := r.expected.unseen(ctrl.ObjectKeyFromObject(vc), o.has, time.Now()); len(missing) > 0 {
-		log.V(1).Info("waiting for created nodes to reach the cache", "nodes", missing)
-		return ctrlrt.Result{RequeueAfter: cacheRecheck}, nil
-	}
-	conn := &connector{cluster: vc, domain: r.Options.ClusterDomain, password: passwords.Operator, dialer: r.Dialer}
-	if tls.Secret != nil || nodeCA != nil {
-		conn.caPEM = nodeCA
-		if tls.Secret != nil {
-			conn.caPEM = tls.Secret.Data[tlssecret.KeyCA]
-		}
-		if conn.pins, err = r.verifiedLeaves(ctx, rc); err != nil {
-			return ctrlrt.Result{}, err
-		}
-	}
-	specs := map[int32]valkeyv1.ValkeyNodeSpec{}
-	desired := func(shard int32) (valkeyv1.ValkeyNodeSpec, error) {
-		if s, ok := specs[shard]; ok {
-			return s, nil
-		}
-		s, err := rc.NodeSpec(res, shard)
-		if err != nil {
-			return s, fmt.Errorf("rendering node spec: %w", err)
-		}
-		specs[shard] = s
-		return s, nil
-	}
-	if _, err := desired(0); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	if err := r.buildMembers(ctx, o, conn, desired); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	// The exporter's user outlives the setting until the last pod running
-	// an exporter is replaced, so those keep authenticating meanwhile.
-	exporter := res.Exporter || o.anyExporter()
-	if err := r.ensureACLSecret(ctx, rc, users, passwords, o.minVersion(res.Version), exporter); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	rotating, err := r.rotateCredentials(ctx, vc, o, conn)
-	if err != nil {
-		return ctrlrt.Result{}, err
-	}
-	if err := r.ensurePDBs(ctx, rc, shardPods(vc, o)); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	if err := r.ensureNetworkPolicy(ctx, rc, exporter); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	if err := r.recordNodeStatus(ctx, o); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	if err := r.ensurePodAnnotations(ctx, vc, o); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	if err := r.ensurePodReadiness(ctx, o); err != nil {
-		return ctrlrt.Result{}, err
-	}
-
-	shards, replicas := desiredShape(vc)
-	creating := !formed(vc)
-	in := topology.Input{
-		Shards:           shards,
-		ReplicasPerShard: replicas,
-		Creating:         creating,
-		AtomicMigration:  o.allAtLeast9(),
-		BatchSize:        r.Options.SlotBatch,
-		Members:          o.members,
-		Now:              time.Now(),
-	}
-	wave := topology.Plan(in)
-	if tls.Failure != nil {
-		wave = healingOnly(wave)
-	}
-	failures := containerFailures(o)
-	wave, held, err := r.backOffReplacements(ctx, vc, o, failures, wave)
-	if err != nil {
-		return ctrlrt.Result{}, err
-	}
-	r.reportContainerFailures(vc, failures, held)
-	lead := wave.Lead()
-	applySummary(vc, topology.Summarize(in), o.names())
-	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&
-		(p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory) {
-		// Once per hold: the figures in the message move with every write.
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
-	}
-	applyPlan(vc, lead, decideState(creating, lead, o))
-	if tls.Failure != nil {
-		// The plan's conditions say what heals; the state stays Invalid.
-		r.setInvalid(ctx, vc, tls.Failure.Reason, tls.Failure.Message)
-	}
-	if r.applyPause(ctx, vc, wave) {
-		return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
-	}
-
-	if !wave.Acts() {
-		if creating && wave.Done() {
-			log.Info(topology.ReasonFormed)
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
-		}
-		r.noteUnreachable(vc, o)
-		if wave.Done() && !rotating {
-			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
-		}
-		if lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {
-			log.Info(lead.Reason, "detail", lead.Detail)
-		}
-		return ctrlrt.Result{RequeueAfter: afterWait(lead, r.Options.PendingRequeue)}, nil
-	}
-
-	log.V(1).Info("acting", "wave", wave.String())
-	for _, a := range wave.Actions {
-		if a.Reason == topology.ReasonRetryMigration {
-			log.Info("slot migration failed, retrying", "detail", a.Detail)
-		}
-	}
-	if err := r.actWave(ctx, &clusterScope{vc: vc, rc: rc, res: res, o: o, conn: conn}, wave); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	return afterWave(wave), nil
-}
-
-// resolve reads the config chain, image and roles live.
-func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*resolve.Result, []resolve.User, error) {
-	m := menu{ctx: ctx, c: r.Client}
-	res, err := resolve.Config(m, vc.Spec.ConfigRef)
-	if err != nil {
-		return nil, nil, err
-	}
-	bindings, err := resolve.MergeACL(res.ACL, vc.Spec.ACL)
-	if err != nil {
-		return nil, nil, err
-	}
-	users, err := resolve.Users(m, bindings)
-	if err != nil {
-		return nil, nil, err
-	}
-	return res, users, nil
-}
-
-func (r *ClusterReconciler) applyDefaultUserCondition(vc *valkeyv1.ValkeyCluster, users []resolve.User) {
-	if len(users) == 0 {
-		setCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionTrue, valkeyv1.ReasonNoBindings,
-			"no ACL bindings: the default user is open to every client without a password; add a binding to close it")
-		return
-	}
-	setCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionFalse, valkeyv1.ReasonBindingsPresent, "ACL bindings exist; the default user is disabled unless bound")
-}
-
-// applyTLSConditions reports validity, usage warnings and expiry.
-func (r *ClusterReconciler) applyTLSConditions(ctx context.Context, vc *valkeyv1.ValkeyCluster, tls tlsCheck) {
-	rep := reportTLS(vc, tls.Info, time.Now())
-	for _, w := range rep.announce {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
-	}
-	if tls.Info != nil {
-		notAfter := metav1.NewTime(tls.Info.Leaf.NotAfter)
-		if vc.Status.TLS == nil {
-			vc.Status.TLS = &valkeyv1.TLSStatus{}
-		}
-		vc.Status.TLS.Fingerprint = tls.Info.Leaf.Fingerprint
-		vc.Status.TLS.NotAfter = &notAfter
-	}
-	setCondition(vc, valkeyv1.CondTLSValid, metav1.ConditionTrue, valkeyv1.ReasonValid, rep.valid)
-	reason := valkeyv1.ReasonNotExpiring
-	if rep.expiring {
-		reason = tlssecret.ReasonCertificateExpiringSoon
-	}
-	setCondition(vc, valkeyv1.CondCertificateExpiringSoon, boolStatus(rep.expiring), reason, rep.expiry)
-}
-
-// tlsReport is what a valid Secret's warnings make of the TLS conditions.
-type tlsReport struct {
-	valid    string // TLSValid's message
-	expiring bool
-	expiry   string // CertificateExpiringSoon's message
-	// announce are the warnings that deserve an Event: those the conditions
-	// did not carry yet. A warning stands for as long as the Secret is
-	// unchanged, and an Event on every reconcile would bury the others.
-	announce []tlssecret.Warning
-}
-
-// reportTLS decides the TLS conditions of a valid Secret at now, and which
-// warnings are news against the conditions vc already has. An expiring leaf
-// is announced by its condition alone; an expired one also by an Event.
-func reportTLS(vc *valkeyv1.ValkeyCluster, info *tlssecret.Info, now time.Time) tlsReport {
-	rep := tlsReport{valid: fmt.Sprintf("TLS Secret %q is valid", vc.Spec.TLS.SecretRef)}
-	if info == nil {
-		return rep
-	}
-	// TLSValid lists every usage warning, so a warning already in it was
-	// announced when it first appeared, whichever others came with it.
-	var carried string
-	if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondTLSValid); c != nil && c.Status == metav1.ConditionTrue {
-		carried = c.Message
-	}
-	for _, w := range tlssecret.Warnings(info, now) {
-		switch w.Reason {
-		case tlssecret.ReasonCertificateExpiringSoon, tlssecret.ReasonCertificateExpired:
-			rep.expiring = true
-			rep.expiry = w.Message
-			if w.Reason == tlssecret.ReasonCertificateExpired && !isConditionMessage(vc, valkeyv1.CondCertificateExpiringSoon, w.Message) {
-				rep.announce = append(rep.announce, w)
-			}
-		default:
-			rep.valid += "; " + w.Message
-			if !strings.Contains(carried, w.Message) {
-				rep.announce = append(rep.announce, w)
-			}
-		}
-	}
-	if !rep.expiring {
-		rep.expiry = "certificate valid until " + info.Leaf.NotAfter.UTC().Format(time.RFC3339)
-	}
-	return rep
-}
-
-// noteUnreachable keeps nodes the operator could not ask visible in status.
-func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *observed) {
-	if len(o.unreachable) == 0 {
-		return
-	}
-	names := slices.Sorted(maps.Keys(o.unreachable))
-	first := o.unreachable[names[0]]
-	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonUnreachable,
-		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))
-}
-
-// recordNodeStatus writes each node's Valkey ID, role and pod IP into its
-// status, so a node that dies can still be recognised in peers' views.
-func (r *ClusterReconciler) recordNodeStatus(ctx context.Context, o *observed) error {
-	for _, m := range o.members {
-		n := o.nodes[m.Name]
-		want := n.Status
-		want.PodIP = m.Pod.IP
-		if m.View != nil {
-			want.NodeID = m.View.ID
-			want.Role = valkeyv1.RolePrimary
-			want.Slots = topology.FormatRanges(m.View.Slots)
-			if m.View.Role == topology.RoleReplica {
-				want.Role = valkeyv1.RoleReplica
-				want.Slots = ""
-			}
-		}
-		if equality.Semantic.DeepEqual(want, n.Status) {
-			continue
-		}
-		before := n.DeepCopy()
-		n.Status = want
-		if err := r.Status().Patch(ctx, n, ctrl.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("recording status of node %s: %w", n.Name, err)
-		}
-		for i := range o.members {
-			if o.members[i].Name == n.Name {
-				o.members[i].NodeID = want.NodeID
-			}
-		}
-	}
-	return nil
-}
-
-// finalize deletes the cluster's nodes and waits for them to go; the other
-// objects follow through owner references.
-func (r *ClusterReconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
-	if !controllerutil.ContainsFinalizer(vc, valkeyv1.FinalizerCluster) {
-		return ctrlrt.Result{}, nil
-	}
-	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes, ctrl.InNamespace(vc.Namespace), ctrl.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
-		return ctrlrt.Result{}, fmt.Errorf("listing nodes: %w", err)
-	}
-	for i := range nodes.Items {
-		if err := r.Delete(ctx, &nodes.Items[i]); err != nil && !apierrors.IsNotFound(err) {
-			return ctrlrt.Result{}, fmt.Errorf("deleting node %s: %w", nodes.Items[i].Name, err)
-		}
-	}
-	if len(nodes.Items) > 0 {
-		return ctrlrt.Result{RequeueAfter: r.Options.PendingRequeue}, nil
-	}
-	if err := r.releaseCredentials(ctx, vc); err != nil {
-		return ctrlrt.Result{}, err
-	}
-	patch := ctrl.MergeFrom(vc.DeepCopy())
-	controllerutil.RemoveFinalizer(vc, valkeyv1.FinalizerCluster)
-	if err := r.Patch(ctx, vc, patch); err != nil {
-		return ctrlrt.Result{}, fmt.Errorf("removing finalizer: %w", err)
-	}
-	forgetClusterMetrics(vc.Namespace, vc.Name)
-	return ctrlrt.Result{}, nil
-}
-
-func resultLabel(err error) string {
-	if err != nil {
-		return "error"
-	}
-	return "success"
-}
-
-func isConditionMessage(vc *valkeyv1.ValkeyCluster, typ, msg string) bool {
-	for _, c := range vc.Status.Conditions {
-		if c.Type == typ {
-			return c.Message == msg
-		}
-	}
-	return false
+	return r.runWave(ctx, s)
 }

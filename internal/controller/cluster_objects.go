@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -10,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +19,60 @@ import (
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 )
+
+// ensureBaseObjects keeps the objects that do not depend on the TLS
+// material current, even while the cluster is Invalid.
+func (r *ClusterReconciler) ensureBaseObjects(ctx context.Context, s *clusterScope) (phaseResult, error) {
+	vc := s.vc
+	if err := r.ensureService(ctx, s.rc); err != nil {
+		return phaseResult{}, err
+	}
+	passwords, err := r.ensurePasswords(ctx, s.rc)
+	if lost := (*errCredentialsLost)(nil); errors.As(err, &lost) {
+		if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondReady); c == nil || c.Reason != valkeyv1.ReasonCredentialsLost {
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonCredentialsLost, "EnsureCredentials", "%s", lost.message)
+		}
+		setCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonCredentialsLost, lost.message)
+		setCondition(vc, valkeyv1.CondDegraded, metav1.ConditionTrue, valkeyv1.ReasonCredentialsLost, lost.message)
+	}
+	if err != nil {
+		return phaseResult{}, err
+	}
+	s.passwords = passwords
+	return nextPhase, nil
+}
+
+// ensureDerivedObjects brings what follows from the observation in line
+// with it.
+func (r *ClusterReconciler) ensureDerivedObjects(ctx context.Context, s *clusterScope) (phaseResult, error) {
+	vc, rc, o := s.vc, s.rc, s.o
+	// The exporter's user outlives the setting until the last pod running
+	// an exporter is replaced, so those keep authenticating meanwhile.
+	exporter := s.res.Exporter || o.anyExporter()
+	if err := r.ensureACLSecret(ctx, rc, s.users, s.passwords, o.minVersion(s.res.Version), exporter); err != nil {
+		return phaseResult{}, err
+	}
+	var err error
+	if s.rotating, err = r.rotateCredentials(ctx, vc, o, s.conn); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.ensurePDBs(ctx, rc, shardPods(vc, o)); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.ensureNetworkPolicy(ctx, rc, exporter); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.recordNodeStatus(ctx, o); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.ensurePodAnnotations(ctx, vc, o); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.ensurePodReadiness(ctx, o); err != nil {
+		return phaseResult{}, err
+	}
+	return nextPhase, nil
+}
 
 // ensureService creates the headless Service, or restores its ports and
 // selector if someone changed them.

@@ -15,6 +15,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/resolve"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -38,6 +39,50 @@ func (o *observed) names() []string { return slices.Sorted(maps.Keys(o.nodes)) }
 func (o *observed) has(node string) bool {
 	_, ok := o.nodes[node]
 	return ok
+}
+
+// observe reads the cluster's nodes and pods from the cache, then every
+// running node's own view. A view without the nodes the last wave created
+// would plan them again, so it waits until the cache holds them.
+func (r *ClusterReconciler) observe(ctx context.Context, s *clusterScope) (phaseResult, error) {
+	vc := s.vc
+	o, err := r.listMembers(ctx, vc)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	if missing := r.expected.unseen(client.ObjectKeyFromObject(vc), o.has, time.Now()); len(missing) > 0 {
+		logFrom(ctx).V(1).Info("waiting for created nodes to reach the cache", "nodes", missing)
+		return requeueAfter(cacheRecheck), nil
+	}
+	conn, err := r.clusterConnector(ctx, s)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	desired := nodeSpecs(s.rc, s.res)
+	if _, err := desired(0); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.buildMembers(ctx, o, conn, desired); err != nil {
+		return phaseResult{}, err
+	}
+	s.o, s.conn = o, conn
+	return nextPhase, nil
+}
+
+// nodeSpecs renders each shard's node spec once per reconcile.
+func nodeSpecs(rc render.Cluster, res *resolve.Result) func(shard int32) (valkeyv1.ValkeyNodeSpec, error) {
+	specs := map[int32]valkeyv1.ValkeyNodeSpec{}
+	return func(shard int32) (valkeyv1.ValkeyNodeSpec, error) {
+		if s, ok := specs[shard]; ok {
+			return s, nil
+		}
+		s, err := rc.NodeSpec(res, shard)
+		if err != nil {
+			return s, fmt.Errorf("rendering node spec: %w", err)
+		}
+		specs[shard] = s
+		return s, nil
+	}
 }
 
 // listMembers reads the cluster's ValkeyNodes and pods.

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -169,6 +171,26 @@ func describe(a topology.Action) string {
 	return strings.Join(parts, ": ")
 }
 
+// report writes what the plan and the pods mean into the status and
+// Events.
+func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseResult, error) {
+	vc := s.vc
+	r.reportContainerFailures(vc, s.failures, s.held)
+	lead := s.wave.Lead()
+	applySummary(vc, topology.Summarize(s.in), s.o.names())
+	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&
+		(p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory) {
+		// Once per hold: the figures in the message move with every write.
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
+	}
+	applyPlan(vc, lead, decideState(s.creating, lead, s.o))
+	if f := s.tls.Failure; f != nil {
+		// The plan's conditions say what heals; the state stays Invalid.
+		r.setInvalid(ctx, vc, f.Reason, f.Message)
+	}
+	return nextPhase, nil
+}
+
 // setInvalid records a TLS validation failure: the state, the exact message
 // and an Event when the cluster was not already Invalid for that reason.
 func (r *ClusterReconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyCluster, reason, message string) {
@@ -199,4 +221,24 @@ func (r *ClusterReconciler) noteStateChange(ctx context.Context, from valkeyv1.C
 	}
 	logFrom(ctx).Info("state changed", "from", from, "to", to, "why", why)
 	r.Recorder.Eventf(vc, nil, eventType, valkeyv1.ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, truncate(why, 900))
+}
+
+// noteUnreachable keeps nodes the operator could not ask visible in status.
+func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *observed) {
+	if len(o.unreachable) == 0 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(o.unreachable))
+	first := o.unreachable[names[0]]
+	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonUnreachable,
+		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))
+}
+
+func isConditionMessage(vc *valkeyv1.ValkeyCluster, typ, msg string) bool {
+	for _, c := range vc.Status.Conditions {
+		if c.Type == typ {
+			return c.Message == msg
+		}
+	}
+	return false
 }

@@ -15,6 +15,60 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
+// afterAction is how soon a cluster is reconciled again after a wave:
+// immediately in spirit, but through the delaying queue so the rate limiter's
+// per-item backoff, meant for errors, never paces a healthy bootstrap.
+const afterAction = 50 * time.Millisecond
+
+// afterFailover is how long a failover is given to complete (a manual
+// failover takes well under a second; cluster-node-timeout is 5 s).
+const afterFailover = 5 * time.Second
+
+// afterFailedMigration paces the retries of a slot move whose last attempt
+// failed.
+const afterFailedMigration = 5 * time.Second
+
+// afterStep is how soon a cluster waiting on a step of a procedure (a
+// handshake, gossip, slot agreement, a replica's initial sync, a slot
+// migration) looks again. Those pass by themselves within a second or two
+// and nothing in the API signals them, so waiting the full PendingRequeue
+// would stretch every bootstrap and join by whole seconds.
+const afterStep = 250 * time.Millisecond
+
+// runWave acts on the wave, unless the cluster is paused, and says when to
+// look again.
+func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Result, error) {
+	vc, wave := s.vc, s.wave
+	log := logFrom(ctx)
+	if r.applyPause(ctx, vc, wave) {
+		return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+	}
+	if !wave.Acts() {
+		if s.creating && wave.Done() {
+			log.Info(topology.ReasonFormed)
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
+		}
+		r.noteUnreachable(vc, s.o)
+		if wave.Done() && !s.rotating {
+			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+		}
+		if lead := wave.Lead(); lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {
+			log.Info(lead.Reason, "detail", lead.Detail)
+		}
+		return ctrlrt.Result{RequeueAfter: afterWait(wave.Lead(), r.Options.PendingRequeue)}, nil
+	}
+	log.V(1).Info("acting", "wave", wave.String())
+	for _, a := range wave.Actions {
+		if a.Reason == topology.ReasonRetryMigration {
+			log.Info("slot migration failed, retrying", "detail", a.Detail)
+		}
+	}
+	if err := r.actWave(ctx, s, wave); err != nil {
+		return ctrlrt.Result{}, err
+	}
+	return afterWave(wave), nil
+}
+
 // actWave runs every action of a wave, at most Options.WaveConcurrency at
 // once, and waits for all of them: the actions are independent, so one
 // failing never stops the others. Each failure is counted, reported as a
@@ -92,4 +146,11 @@ func afterWait(lead topology.Action, pending time.Duration) time.Duration {
 		return min(afterStep, pending)
 	}
 	return pending
+}
+
+func resultLabel(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "success"
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,12 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -39,31 +34,17 @@ type NodePathFunc = func(namespace, pod, containerPath string) (string, error)
 // makes Valkey rebuild its TLS context from the files, and confirms by a
 // fresh handshake that the node serves the new leaf.
 type TLSReloader struct {
-	client.Client
-	// APIReader reads the cluster around the cache for status writes.
-	APIReader client.Reader
-	Options   Options
-	Recorder  events.EventRecorder
-	// Dialer opens connections to nodes; nil dials directly.
-	Dialer DialFunc
+	reloader[nodeOutcome, tlsPace]
 	// NodePath, when set, maps container paths to the node process's paths
 	// and lets the operator read the node's files. Nil in a real cluster:
 	// the rendered paths are used and the files cannot be seen.
 	NodePath NodePathFunc
-
-	mu       sync.Mutex
-	clusters map[types.NamespacedName]*reloadMemory
 }
 
-// reloadMemory paces one cluster; losing it costs at most an extra reload
-// per node.
-type reloadMemory struct {
-	// want is the copy Secret's material hash last seen, since when it has
-	// gone unsettled, and completed the hash last announced as rotated.
-	want, completed string
-	since           time.Time
-	// loaded maps a pod to the files hash this process had it load.
-	loaded map[types.UID]string
+// tlsPace keeps a rotation from being announced twice.
+type tlsPace struct {
+	// completed is the material hash last announced as rotated.
+	completed string
 }
 
 // SetupTLSReload registers the TLS reload controller. SetupWithRuntime calls
@@ -74,22 +55,12 @@ func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath No
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	r := &TLSReloader{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Options:   opts,
-		Recorder:  mgr.GetEventRecorder("valkey-operator"),
-		Dialer:    dialer,
-		NodePath:  nodePath,
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("tlsreload").
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(valkeyv1.CondCertificatesServed, sameServedCounts))).
-		Watches(&corev1.Secret{}, toCluster(render.NodeTLSSecretName)).
-		// A node that does not answer holds up its own cluster's pass, not
-		// every other cluster's.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r); err != nil {
+	r := &TLSReloader{NodePath: nodePath, reloader: reloader[nodeOutcome, tlsPace]{
+		condition: valkeyv1.CondCertificatesServed,
+		secret:    render.NodeTLSSecretName,
+		metrics:   []*prometheus.MetricVec{tlsCertNotAfter.MetricVec, tlsReloads.MetricVec},
+	}}
+	if err := r.build(mgr, opts, dialer, "tlsreload", sameServedCounts).Complete(r); err != nil {
 		return fmt.Errorf("setting up TLS reload controller: %w", err)
 	}
 	return nil
@@ -109,60 +80,43 @@ func sameServedCounts(a, b *valkeyv1.ValkeyCluster) bool {
 }
 
 func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var vc valkeyv1.ValkeyCluster
-	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("reading cluster: %w", err)
-	}
-	if vc.Spec.TLS == nil || !vc.DeletionTimestamp.IsZero() {
-		r.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-	tick := r.tick()
-	// While Invalid the copy keeps the last valid material, which the nodes
-	// already serve; the state change back is watched.
-	if vc.Status.State == valkeyv1.StateInvalid {
-		return ctrl.Result{RequeueAfter: tick}, nil
-	}
-	log := logf.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace)
-	ctx = logf.IntoContext(ctx, log)
-	log.Info("TLS reconcile tick")
+	return r.reconcile(ctx, req.NamespacedName, r)
+}
 
-	var copySecret corev1.Secret
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.NodeTLSSecretName(vc.Name)}, &copySecret); {
-	case apierrors.IsNotFound(err):
-		// Not written yet; its creation is watched.
-		return ctrl.Result{RequeueAfter: tick}, nil
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", render.NodeTLSSecretName(vc.Name), err)
-	}
+func (r *TLSReloader) manages(vc *valkeyv1.ValkeyCluster) bool { return vc.Spec.TLS != nil }
+
+func (r *TLSReloader) tick() time.Duration {
+	return positiveOr(r.Options.TLSReloadInterval, DefaultOptions().TLSReloadInterval)
+}
+
+func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copySecret *corev1.Secret, tick time.Duration) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	log.Info("TLS reconcile tick")
 	want, ok := filesOf(copySecret.Data[tlssecret.KeyCert], copySecret.Data[tlssecret.KeyPrivateKey], copySecret.Data[tlssecret.KeyCA])
 	if !ok {
 		// The cluster controller copies only validated material.
 		return ctrl.Result{RequeueAfter: tick}, nil
 	}
-	password, err := operatorPassword(ctx, r, &vc)
+	password, err := operatorPassword(ctx, r, vc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pods, err := runningPods(ctx, r, &vc)
+	pods, err := runningPods(ctx, r, vc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
+	key := client.ObjectKeyFromObject(vc)
 	pins := parsePins(copySecret.Annotations[annotationVerifiedLeaves])
-	mem := r.memory(req.NamespacedName, want.Hash)
-	pass := reloadPass{
+	mem, _ := r.memory(key, want.Hash)
+	pass := tlsPass{
 		r:       r,
-		cluster: &vc,
-		conn: &connector{cluster: &vc, domain: r.Options.ClusterDomain, password: password,
+		cluster: vc,
+		conn: &connector{cluster: vc, domain: r.Options.ClusterDomain, password: password,
 			caPEM: copySecret.Data[tlssecret.KeyCA], pins: pins, dialer: r.Dialer},
 		want: want,
 	}
-	outcomes := pass.run(ctx, pods, mem)
+	outcomes := r.pass(ctx, mem, pods, pass.node)
 
 	prior := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondCertificatesServed)
 	rep := summarizeReload(reloadInput{
@@ -170,58 +124,40 @@ func (r *TLSReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		Want:        want,
 		Nodes:       outcomes,
 		Prior:       prior,
-		MismatchAge: time.Since(mem.since),
+		MismatchAge: r.unsettled(mem),
 		Tick:        tick,
 	})
-	r.announce(ctx, &vc, prior, rep, outcomes, want, mem)
+	r.announce(ctx, vc, prior, rep, outcomes, want, mem)
 	if !rep.NotAfter.IsZero() {
 		tlsCertNotAfter.WithLabelValues(vc.Namespace, vc.Name).Set(float64(rep.NotAfter.Unix()))
 	}
-	if err := r.writePins(ctx, &copySecret, pins, nextPins(pins, outcomes)); err != nil {
+	if err := r.writePins(ctx, copySecret, pins, nextPins(pins, outcomes)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeStatus(ctx, req.NamespacedName, rep); err != nil {
+	if err := r.writeStatus(ctx, key, rep.Status, rep.Reason, rep.Message, servedCounts(rep)); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
 }
 
-func (r *TLSReloader) tick() time.Duration {
-	if r.Options.TLSReloadInterval > 0 {
-		return r.Options.TLSReloadInterval
+// servedCounts writes status.tls.nodesServingCurrent and nodesTotal next
+// to the condition.
+func servedCounts(rep reloadReport) func(vc *valkeyv1.ValkeyCluster) bool {
+	return func(vc *valkeyv1.ValkeyCluster) bool {
+		if vc.Spec.TLS == nil {
+			return false
+		}
+		if vc.Status.TLS == nil {
+			vc.Status.TLS = &valkeyv1.TLSStatus{}
+		}
+		vc.Status.TLS.NodesServingCurrent = int32(rep.Serving)
+		vc.Status.TLS.NodesTotal = int32(rep.Total)
+		return true
 	}
-	return DefaultOptions().TLSReloadInterval
 }
 
-// memory returns the cluster's pacing state, restarting the unsettled
-// clock when the copy Secret's material changed.
-func (r *TLSReloader) memory(key types.NamespacedName, wantHash string) *reloadMemory {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.clusters == nil {
-		r.clusters = map[types.NamespacedName]*reloadMemory{}
-	}
-	m := r.clusters[key]
-	if m == nil {
-		m = &reloadMemory{loaded: map[types.UID]string{}}
-		r.clusters[key] = m
-	}
-	if m.want != wantHash {
-		m.want, m.since = wantHash, time.Now()
-	}
-	return m
-}
-
-func (r *TLSReloader) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	delete(r.clusters, key)
-	r.mu.Unlock()
-	tlsCertNotAfter.DeleteLabelValues(key.Namespace, key.Name)
-	tlsReloads.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name})
-}
-
-// reloadPass is one pass over a cluster's nodes.
-type reloadPass struct {
+// tlsPass is one pass over a cluster's nodes.
+type tlsPass struct {
 	r       *TLSReloader
 	cluster *valkeyv1.ValkeyCluster
 	// conn dials as every controller does: the copy Secret's CA, the pins
@@ -230,45 +166,10 @@ type reloadPass struct {
 	want tlsFiles
 }
 
-// run handles every node concurrently, so one slow or failing node
-// neither delays nor blocks the others.
-func (p *reloadPass) run(ctx context.Context, pods []*corev1.Pod, mem *reloadMemory) []nodeOutcome {
-	p.r.mu.Lock()
-	loaded := make(map[types.UID]string, len(pods))
-	for _, pod := range pods {
-		loaded[pod.UID] = mem.loaded[pod.UID]
-	}
-	p.r.mu.Unlock()
-
-	out := make([]nodeOutcome, len(pods))
-	confirmed := make([]string, len(pods))
-	var wg sync.WaitGroup
-	for i, pod := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], confirmed[i] = p.node(ctx, pod, loaded[pod.UID])
-		}()
-	}
-	wg.Wait()
-
-	p.r.mu.Lock()
-	defer p.r.mu.Unlock()
-	// Only pods that still exist are remembered.
-	mem.loaded = map[types.UID]string{}
-	for i, pod := range pods {
-		mem.loaded[pod.UID] = loaded[pod.UID]
-		if confirmed[i] != "" {
-			mem.loaded[pod.UID] = confirmed[i]
-		}
-	}
-	return out
-}
-
 // node probes one node, reloads it when planNode says so and probes again.
-// It returns the files hash the node is now confirmed to have loaded, if
-// a reload confirmed one.
-func (p *reloadPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (nodeOutcome, string) {
+// It returns the files hash the node is now known to have loaded: the one
+// a reload confirmed, else the one loaded before.
+func (p *tlsPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (nodeOutcome, string) {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
 	n := nodeTLS{Name: pod.Name, Loaded: loaded}
 	n.Served = p.probe(ctx, pod)
@@ -283,7 +184,7 @@ func (p *reloadPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (
 	o := nodeOutcome{Name: pod.Name, Before: n.Served, After: n}
 	step := planNode(p.want, n)
 	if step != stepReload {
-		return o, ""
+		return o, loaded
 	}
 	result := "success"
 	if err := p.reload(ctx, pod); err != nil {
@@ -299,11 +200,11 @@ func (p *reloadPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (
 		o.After.Loaded = n.Files.Hash
 		return o, n.Files.Hash
 	}
-	return o, ""
+	return o, loaded
 }
 
 // path is where the node finds one of its files.
-func (p *reloadPass) path(pod, containerPath string) (string, error) {
+func (p *tlsPass) path(pod, containerPath string) (string, error) {
 	if p.r.NodePath == nil {
 		return containerPath, nil
 	}
@@ -315,7 +216,7 @@ func (p *reloadPass) path(pod, containerPath string) (string, error) {
 }
 
 // readFiles reads the node's certificate files as the node sees them.
-func (p *reloadPass) readFiles(pod string) (tlsFiles, error) {
+func (p *tlsPass) readFiles(pod string) (tlsFiles, error) {
 	var data [3][]byte
 	for i, cp := range []string{render.TLSCertFile, render.TLSKeyFile, render.TLSCAFile} {
 		hp, err := p.path(pod, cp)
@@ -333,15 +234,11 @@ func (p *reloadPass) readFiles(pod string) (tlsFiles, error) {
 	return f, nil
 }
 
-// tlsConfig verifies a node the way the reload needs: the chain against
-// ca.crt or the leaf against a pin, and the pod's name against the leaf,
-// whatever the certificates' validity dates. An expired certificate is a
-// warning, not a reason to stop managing the cluster (the cluster stays
-// Active), and a rotation is how it gets fixed, so the reload must reach a
-// node that serves one. crypto/tls's own check is replaced, not skipped:
-
 // verifyServed accepts a served chain whose leaf names serverName and
-// which caPEM trusts or whose leaf is pinned.
+// which caPEM trusts or whose leaf is pinned, whatever the certificates'
+// validity dates: an expired certificate is a warning, not a reason to stop
+// managing the cluster (it stays Active), and a rotation is how it gets
+// fixed, so the reload must reach a node that serves one.
 func verifyServed(chain []*x509.Certificate, serverName string, caPEM []byte, pins []string) (servedCert, error) {
 	if len(chain) == 0 {
 		return servedCert{}, errors.New("node presented no certificate")
@@ -382,7 +279,7 @@ func shortFingerprint(fp string) string {
 }
 
 // probe reads the certificate a node serves to a new connection.
-func (p *reloadPass) probe(ctx context.Context, pod *corev1.Pod) servedCert {
+func (p *tlsPass) probe(ctx context.Context, pod *corev1.Pod) servedCert {
 	t := p.conn.target(pod.Name, pod.Status.PodIP)
 	chain, err := valkey.ServedCertificate(ctx, t)
 	if err != nil {
@@ -398,7 +295,7 @@ func (p *reloadPass) probe(ctx context.Context, pod *corev1.Pod) servedCert {
 // reload re-issues the certificate-path directives with the paths the node
 // already uses; Valkey treats them as volatile and rebuilds its TLS context
 // from the files even though the values are unchanged.
-func (p *reloadPass) reload(ctx context.Context, pod *corev1.Pod) error {
+func (p *tlsPass) reload(ctx context.Context, pod *corev1.Pod) error {
 	kv := make([]string, 0, 6)
 	for _, d := range []struct{ name, path string }{
 		{"tls-cert-file", render.TLSCertFile},
@@ -424,7 +321,7 @@ func (p *reloadPass) reload(ctx context.Context, pod *corev1.Pod) error {
 
 // announce emits the pass's Events. Each Warning is sent when the condition
 // message it belongs to changes, not on every pass.
-func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, prior *metav1.Condition, rep reloadReport, outcomes []nodeOutcome, want tlsFiles, mem *reloadMemory) {
+func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, prior *metav1.Condition, rep reloadReport, outcomes []nodeOutcome, want tlsFiles, mem *reloadMemory[tlsPace]) {
 	log := logf.FromContext(ctx)
 	priorMsg := ""
 	if prior != nil {
@@ -443,9 +340,9 @@ func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 		}
 	}
 	r.mu.Lock()
-	complete := rep.RotationComplete && mem.completed != want.Hash
+	complete := rep.RotationComplete && mem.own.completed != want.Hash
 	if rep.Status == metav1.ConditionTrue {
-		mem.completed = want.Hash
+		mem.own.completed = want.Hash
 	}
 	r.mu.Unlock()
 	if complete {
@@ -473,27 +370,6 @@ func (r *TLSReloader) writePins(ctx context.Context, s *corev1.Secret, old, pins
 			return nil
 		}
 		return fmt.Errorf("recording verified certificates on Secret %s: %w", s.Name, err)
-	}
-	return nil
-}
-
-// writeStatus writes only status.tls.nodesServingCurrent, nodesTotal and
-// the CertificatesServed condition.
-func (r *TLSReloader) writeStatus(ctx context.Context, key types.NamespacedName, rep reloadReport) error {
-	err := updateClusterStatus(ctx, r.Client, r.APIReader, key, func(vc *valkeyv1.ValkeyCluster) bool {
-		if vc.Spec.TLS == nil {
-			return false
-		}
-		if vc.Status.TLS == nil {
-			vc.Status.TLS = &valkeyv1.TLSStatus{}
-		}
-		vc.Status.TLS.NodesServingCurrent = int32(rep.Serving)
-		vc.Status.TLS.NodesTotal = int32(rep.Total)
-		setCondition(vc, valkeyv1.CondCertificatesServed, rep.Status, rep.Reason, rep.Message)
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("writing TLS status: %w", err)
 	}
 	return nil
 }

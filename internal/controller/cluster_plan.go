@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/gomomento/valkey-operator/internal/topology"
+)
+
+// plan has the planner decide the wave from the observation alone. While
+// the TLS Secret is invalid only healing is kept, and creations of nodes
+// whose containers keep failing back off.
+func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, error) {
+	shards, replicas := desiredShape(s.vc)
+	s.creating = !formed(s.vc)
+	s.in = topology.Input{
+		Shards:           shards,
+		ReplicasPerShard: replicas,
+		Creating:         s.creating,
+		AtomicMigration:  s.o.allAtLeast9(),
+		BatchSize:        r.Options.SlotBatch,
+		Members:          s.o.members,
+		Now:              time.Now(),
+	}
+	wave := topology.Plan(s.in)
+	if s.tls.Failure != nil {
+		wave = healingOnly(wave)
+	}
+	s.failures = containerFailures(s.o)
+	var err error
+	if s.wave, s.held, err = r.backOffReplacements(ctx, s.vc, s.o, s.failures, wave); err != nil {
+		return phaseResult{}, err
+	}
+	return nextPhase, nil
+}

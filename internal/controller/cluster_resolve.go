@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+)
+
+// resolveConfig resolves the config chain, image and roles. A reference
+// that does not resolve is the user's to fix: it is reported, not retried
+// as an error, and the menu is read again on the resync.
+func (r *ClusterReconciler) resolveConfig(ctx context.Context, s *clusterScope) (phaseResult, error) {
+	vc := s.vc
+	res, users, err := r.resolve(ctx, vc)
+	if err != nil {
+		var rerr *resolve.Error
+		if errors.As(err, &rerr) {
+			logFrom(ctx).Info(rerr.Message)
+			if !isConditionMessage(vc, valkeyv1.CondReferencesResolved, rerr.Message) {
+				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, rerr.Reason, "Resolve", "%s", rerr.Message)
+			}
+			setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
+			return requeueAfter(r.Options.SteadyResync), nil
+		}
+		return phaseResult{}, err
+	}
+	setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionTrue, valkeyv1.ReasonResolved,
+		fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
+	r.applyDefaultUserCondition(vc, users)
+	s.res, s.users = res, users
+	return nextPhase, nil
+}
+
+// resolve reads the config chain, image and roles live.
+func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*resolve.Result, []resolve.User, error) {
+	m := menu{ctx: ctx, c: r.Client}
+	res, err := resolve.Config(m, vc.Spec.ConfigRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	bindings, err := resolve.MergeACL(res.ACL, vc.Spec.ACL)
+	if err != nil {
+		return nil, nil, err
+	}
+	users, err := resolve.Users(m, bindings)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, users, nil
+}
+
+func (r *ClusterReconciler) applyDefaultUserCondition(vc *valkeyv1.ValkeyCluster, users []resolve.User) {
+	if len(users) == 0 {
+		setCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionTrue, valkeyv1.ReasonNoBindings,
+			"no ACL bindings: the default user is open to every client without a password; add a binding to close it")
+		return
+	}
+	setCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionFalse, valkeyv1.ReasonBindingsPresent, "ACL bindings exist; the default user is disabled unless bound")
+}
