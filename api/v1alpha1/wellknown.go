@@ -26,6 +26,10 @@ const (
 	// last sent it CLUSTER FAILOVER (RFC 3339), so the request is not repeated
 	// while the roles flip, even across an operator restart.
 	AnnotationFailoverRequested = "valkey.gomomento.com/failover-requested-at"
+	// AnnotationLeavingSince records, on a ValkeyNode, when the operator
+	// marked it Leaving (RFC 3339): a drained primary stays in the cluster
+	// for a grace period after it, even across an operator restart.
+	AnnotationLeavingSince = "valkey.gomomento.com/leaving-since"
 
 	// AnnotationPaused set to "true" on a ValkeyCluster holds every action
 	// of its planner (status, TLS and ACL reloads keep running).

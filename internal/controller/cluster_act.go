@@ -204,6 +204,12 @@ func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.Valkey
 	}
 	patch := client.MergeFrom(n.DeepCopy())
 	n.Spec.Lifecycle = l
+	if l == valkeyv1.LifecycleLeaving && n.Annotations[valkeyv1.AnnotationLeavingSince] == "" {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[valkeyv1.AnnotationLeavingSince] = time.Now().UTC().Format(time.RFC3339Nano)
+	}
 	// The shard join type only marks the join in progress.
 	if l == valkeyv1.LifecycleActive && n.Labels[valkeyv1.LabelJoinType] == valkeyv1.JoinTypeShard {
 		delete(n.Labels, valkeyv1.LabelJoinType)

@@ -164,7 +164,8 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 			NodeID:     n.Status.NodeID,
 			Pod:        podState(o.pods[name]),
 
-			FailoverRequested: failoverRequested(n),
+			FailoverRequested: annotatedTime(n, valkeyv1.AnnotationFailoverRequested),
+			LeavingSince:      annotatedTime(n, valkeyv1.AnnotationLeavingSince),
 		}
 		o.members[i] = m
 		if m.Pod.Phase != topology.PodRunning {
@@ -343,10 +344,11 @@ func (o *observed) allAtLeast9() bool {
 
 func shardLabel(n int32) string { return strconv.Itoa(int(n)) }
 
-// failoverRequested reads the node's failover request time; an unreadable
-// value counts as none, so a hand-edited annotation cannot stall the roll.
-func failoverRequested(n *valkeyv1.ValkeyNode) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, n.Annotations[valkeyv1.AnnotationFailoverRequested])
+// annotatedTime reads a time the operator recorded on the node; an
+// unreadable value counts as none, so a hand-edited annotation cannot stall
+// a roll or a departure.
+func annotatedTime(n *valkeyv1.ValkeyNode, annotation string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, n.Annotations[annotation])
 	if err != nil {
 		return time.Time{}
 	}

@@ -52,6 +52,8 @@ func (w *world) settled() (Action, bool) {
 			return waitForPod(TierStability, n), true
 		case !n.live():
 			return waitForPod(w.lifecycleTier(n), n), true
+		case w.inDepartureGrace(n):
+			return wait(w.lifecycleTier(n), ReasonDepartureGrace, n.Name), true
 		case n.joining() || n.leaving():
 			return wait(w.lifecycleTier(n), "waiting for node to finish "+string(n.Lifecycle), n.Name), true
 		}

@@ -3,6 +3,7 @@ package topology
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // A classic migration whose other end died is resumed with the node that
@@ -220,6 +221,47 @@ func TestReversedAtomicMoveIsCancelled(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A drained primary marked Leaving stays in the cluster for DepartureGrace,
+// answering MOVED for its old slots, before it is forgotten; its grace
+// holds up no other step.
+func TestDrainedPrimaryDepartsAfterGrace(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	drained := func(markedAgo time.Duration, alsoDrained bool) []Member {
+		nodes := []nd{
+			{name: "n1", shard: 0, slots: rs(0, 8191)},
+			{name: "n2", shard: 1, slots: rs(8192, 16383)},
+			{name: "n3", shard: 2, life: LifecycleLeaving},
+		}
+		if alsoDrained {
+			nodes = append(nodes, nd{name: "n4", shard: 3})
+		}
+		ms := mesh(nodes...)
+		member(ms, "n3").LeavingSince = now.Add(-markedAgo)
+		return ms
+	}
+	tests := []struct {
+		name        string
+		markedAgo   time.Duration
+		alsoDrained bool
+		want        string
+	}{
+		{"within the grace: wait", time.Second, false,
+			"Wait (" + ReasonDepartureGrace + ": n3)"},
+		{"the grace over: forget", DepartureGrace, false,
+			"Forget id=id-n3 on=[n1 n2] (forgetting leaving node: n3)"},
+		{"the grace holds up no other drained shard", time.Second, true,
+			"MarkLeaving node=n4 (retiring drained shard: n4)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := Plan(Input{Shards: 2, Members: drained(tt.markedAgo, tt.alsoDrained), Now: now})
+			if got := w.String(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // finishLeaving takes nodes marked Leaving (by scale-in, a roll or cleanup)
@@ -22,6 +23,11 @@ func (w *world) finishLeaving() (Action, bool) {
 	var notes noted
 	for _, n := range leaving {
 		tier := w.departureTier(n)
+		if w.inDepartureGrace(n) {
+			// Not a note: its grace holds up nothing else; settled says
+			// what is left to wait for.
+			continue
+		}
 		if n.selfSlots() > 0 {
 			var to *node
 			for _, r := range w.replicasFollowing(n.id) {
@@ -49,6 +55,20 @@ func (w *world) finishLeaving() (Action, bool) {
 			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
 	}
 	return notes.get()
+}
+
+// DepartureGrace is how long a primary emptied of its slots stays in the
+// cluster after it was marked Leaving. Clients still routing a moved
+// slot's requests to it get MOVED from it and learn the new owner; were it
+// forgotten and stopped at once, a request on its way would fail on the
+// closed connection instead.
+const DepartureGrace = 5 * time.Second
+
+// inDepartureGrace: n is a drained primary marked Leaving less than
+// DepartureGrace ago.
+func (w *world) inDepartureGrace(n *node) bool {
+	return n.leaving() && n.isPrimary() && n.selfSlots() == 0 &&
+		!n.LeavingSince.IsZero() && !w.in.Now.IsZero() && w.in.Now.Sub(n.LeavingSince) < DepartureGrace
 }
 
 // retireDrained marks the nodes of a shard emptied by scale-in Leaving, one

@@ -97,7 +97,10 @@ type Member struct {
 	// FailoverRequested is when this node was last sent CLUSTER FAILOVER
 	// (zero if never, as recorded on the ValkeyNode).
 	FailoverRequested time.Time
-	Pod               Pod
+	// LeavingSince is when this node was marked Leaving (zero if not, or
+	// not recorded).
+	LeavingSince time.Time
+	Pod          Pod
 	// View is nil when the node could not be asked this tick.
 	View *View
 }
