@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -105,10 +106,15 @@ func TestOperatorMetricsSecureByDefault(t *testing.T) {
 	if code, _, err := get(url, ""); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("without a token: %d, %v; want 401", code, err)
 	}
-	code, body, err := get(url, tr.Status.Token)
-	if err != nil || code != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
-		t.Errorf("with the reader's token: %d, %v; want 200 with the operator's metrics\n%.300s", code, err, body)
-	}
+	// The reconcile counters appear once the controllers have started,
+	// which may come after the endpoint answers.
+	eventually(t, time.Minute, "the operator's metrics, with the reader's token", func() error {
+		code, body, err := get(url, tr.Status.Token)
+		if err != nil || code != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
+			return fmt.Errorf("%d, %v; want 200 with the operator's metrics\n%.300s", code, err, body)
+		}
+		return nil
+	})
 	if code, _, err := get("http://"+addr+"/metrics", tr.Status.Token); err == nil && code == http.StatusOK {
 		t.Errorf("plain HTTP was answered")
 	}
