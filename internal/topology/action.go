@@ -104,9 +104,9 @@ const (
 	// ReasonPodStopping: a pod is being deleted and its process has not
 	// exited yet.
 	ReasonPodStopping = "waiting for a stopping pod's process to exit"
-	// ReasonDepartureGrace: a drained primary is kept DepartureGrace after
-	// it was marked Leaving, answering MOVED for its old slots.
-	ReasonDepartureGrace = "letting clients learn that a drained primary's slots moved before it leaves"
+	// ReasonDepartureGrace: a node retired by scale-in is kept
+	// DepartureGrace after it was marked Leaving, redirecting clients.
+	ReasonDepartureGrace = "letting clients learn that a retired node's slots moved before it leaves"
 	// ReasonScaleInNoHeadroom: a scale-in would leave the remaining
 	// primaries too full; the detail names the figures.
 	ReasonScaleInNoHeadroom = "scale-in held: the remaining primaries lack memory for the data they would receive"

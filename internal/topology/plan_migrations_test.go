@@ -226,9 +226,10 @@ func TestReversedAtomicMoveIsCancelled(t *testing.T) {
 	}
 }
 
-// A drained primary marked Leaving stays in the cluster for DepartureGrace,
-// answering MOVED for its old slots, before it is forgotten; its grace
-// holds up no other step.
+// A node retired by scale-in stays in the cluster for DepartureGrace,
+// redirecting clients, before it is forgotten; its grace holds up no other
+// step. A drained primary has usually become a replica of the node that
+// took its last slot by then; either way it waits.
 func TestDrainedPrimaryDepartsAfterGrace(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	drained := func(markedAgo time.Duration, alsoDrained bool) []Member {
@@ -257,6 +258,23 @@ func TestDrainedPrimaryDepartsAfterGrace(t *testing.T) {
 		{"the grace holds up no other drained shard", time.Second, true,
 			"MarkLeaving node=n4 (retiring drained shard: n4)"},
 	}
+	t.Run("a drained primary turned replica waits too", func(t *testing.T) {
+		ms := drained(time.Second, false)
+		v := member(ms, "n3").View
+		v.Role, v.PrimaryID = RoleReplica, id("n2")
+		w := Plan(Input{Shards: 2, Members: ms, Now: now})
+		if got, want := w.String(), "Wait ("+ReasonDepartureGrace+": n3)"; got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	})
+	t.Run("a roll's outdated node leaves without one", func(t *testing.T) {
+		ms := drained(time.Second, false)
+		member(ms, "n3").Outdated = true
+		w := Plan(Input{Shards: 2, Members: ms, Now: now})
+		if got, want := w.String(), "Forget id=id-n3 on=[n1 n2] (forgetting leaving node: n3)"; got != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := Plan(Input{Shards: 2, Members: drained(tt.markedAgo, tt.alsoDrained), Now: now})

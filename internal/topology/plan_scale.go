@@ -57,17 +57,20 @@ func (w *world) finishLeaving() (Action, bool) {
 	return notes.get()
 }
 
-// DepartureGrace is how long a primary emptied of its slots stays in the
-// cluster after it was marked Leaving. Clients still routing a moved
-// slot's requests to it get MOVED from it and learn the new owner; were it
-// forgotten and stopped at once, a request on its way would fail on the
-// closed connection instead.
+// DepartureGrace is how long a node retired by scale-in (or as a surplus
+// replica) stays in the cluster after it was marked Leaving. Clients still
+// routing a moved slot's requests to it get MOVED from it and learn the new
+// owner (a primary that gave away its last slot is by then a replica of
+// the node that took it, and redirects the same way); were it forgotten and
+// stopped at once, a request on its way would fail on the closed connection
+// instead. A roll's outdated node needs none: it leaves only after a
+// failover the clients have followed.
 const DepartureGrace = 5 * time.Second
 
-// inDepartureGrace: n is a drained primary marked Leaving less than
-// DepartureGrace ago.
+// inDepartureGrace: n holds no slot and was marked Leaving, not for a roll,
+// less than DepartureGrace ago.
 func (w *world) inDepartureGrace(n *node) bool {
-	return n.leaving() && n.isPrimary() && n.selfSlots() == 0 &&
+	return n.leaving() && !n.Outdated && n.selfSlots() == 0 &&
 		!n.LeavingSince.IsZero() && !w.in.Now.IsZero() && w.in.Now.Sub(n.LeavingSince) < DepartureGrace
 }
 

@@ -237,8 +237,8 @@ func TestSteadyDecisions(t *testing.T) {
 			"MigrateSlots n3->n1 slots=10923-13652 method=atomic (moving slots towards even distribution: n3 -> n1 slots 10923-13652 by CLUSTER MIGRATESLOTS); " +
 				"MigrateSlots n3->n2 slots=13653-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS)"},
 		{"classic scale in moves one batch to each target at once", 2, formed3, false,
-			"MigrateSlots n3->n1 slots=13589-13652 method=classic (moving slots towards even distribution: n3 -> n1 slots 13589-13652 by SETSLOT and MIGRATE); " +
-				"MigrateSlots n3->n2 slots=16320-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16320-16383 by SETSLOT and MIGRATE)"},
+			"MigrateSlots n3->n1 slots=13397-13652 method=classic (moving slots towards even distribution: n3 -> n1 slots 13397-13652 by SETSLOT and MIGRATE); " +
+				"MigrateSlots n3->n2 slots=16128-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16128-16383 by SETSLOT and MIGRATE)"},
 		{"atomic scale out: every source gives its share to the new shard at once", 4, func() []Member {
 			return mesh(append(formed3Nodes(),
 				nd{name: "n7", shard: 3},
