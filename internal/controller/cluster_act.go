@@ -85,7 +85,7 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 		}
 	case topology.KindAddSlots:
 		if err := onNode(a.AddSlots.Node, func(n *valkey.Node) error {
-			return n.ClusterAddSlotsRange(ctx, toValkeyRanges(a.AddSlots.Ranges...)...)
+			return n.ClusterAddSlotsRange(ctx, a.AddSlots.Ranges...)
 		}); err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 			break
 		}
 		if err := onNode(m.From, func(n *valkey.Node) error {
-			return n.ClusterMigrateSlots(ctx, m.ToID, toValkeyRanges(m.Slots...)...)
+			return n.ClusterMigrateSlots(ctx, m.ToID, m.Slots...)
 		}); err != nil {
 			return err
 		}

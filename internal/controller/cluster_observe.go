@@ -217,7 +217,7 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		ID:            me.ID,
 		Role:          topology.RolePrimary,
 		PrimaryID:     me.PrimaryID,
-		Slots:         toTopologyRanges(me.Slots),
+		Slots:         me.Slots,
 		ClusterOK:     info.State == "ok",
 		SlotsAssigned: info.SlotsAssigned,
 		Memory:        topology.Memory{Used: ni.Memory.Used, Dataset: ni.Memory.Dataset, Max: ni.Memory.MaxMemory},
@@ -240,7 +240,7 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 			IP:        p.IP,
 			Role:      topology.RolePrimary,
 			PrimaryID: p.PrimaryID,
-			Slots:     toTopologyRanges(p.Slots),
+			Slots:     p.Slots,
 			Fail:      p.HasFlag(valkey.FlagFail),
 			PFail:     p.HasFlag(valkey.FlagPFail),
 			Handshake: p.HasFlag(valkey.FlagHandshake),
@@ -264,28 +264,12 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		v.AtomicMigrationInFlight = slices.ContainsFunc(migrations, func(m valkey.SlotMigration) bool { return !m.Finished() })
 		for _, m := range migrations {
 			if !m.Finished() && m.Operation == valkey.SlotMigrationExport {
-				v.Exports = append(v.Exports, topology.Export{TargetID: m.TargetNode, Slots: toTopologyRanges(m.SlotRanges)})
+				v.Exports = append(v.Exports, topology.Export{TargetID: m.TargetNode, Slots: m.SlotRanges})
 			}
 		}
 		v.AtomicMigrationFailure = migrationFailure(name, migrations)
 	}
 	return v, server.Version, nil
-}
-
-func toTopologyRanges(rs []valkey.SlotRange) []topology.SlotRange {
-	out := make([]topology.SlotRange, len(rs))
-	for i, r := range rs {
-		out[i] = topology.SlotRange{Start: r.Start, End: r.End}
-	}
-	return out
-}
-
-func toValkeyRanges(rs ...topology.SlotRange) []valkey.SlotRange {
-	out := make([]valkey.SlotRange, len(rs))
-	for i, r := range rs {
-		out[i] = valkey.SlotRange{Start: r.Start, End: r.End}
-	}
-	return out
 }
 
 // minVersion is the lowest version any reachable node runs, or fallback

@@ -111,7 +111,7 @@ func recordedSlots(n *valkeyv1.ValkeyNode) []topology.SlotRange {
 	if err != nil {
 		return nil
 	}
-	return toTopologyRanges(rs)
+	return rs
 }
 
 func (l dataLoss) message(at time.Time) string {

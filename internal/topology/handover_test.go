@@ -84,14 +84,14 @@ func TestReplicaSlotStateIsCleared(t *testing.T) {
 					for i := range v.Peers {
 						switch v.Peers[i].ID {
 						case id("n1"):
-							v.Peers[i].Slots = []SlotRange{{0, 4999}, {5002, 5461}}
+							v.Peers[i].Slots = []SlotRange{{Start: 0, End: 4999}, {Start: 5002, End: 5461}}
 						case id("n2"):
-							v.Peers[i].Slots = []SlotRange{{5000, 5001}, {5462, 10922}}
+							v.Peers[i].Slots = []SlotRange{{Start: 5000, End: 5001}, {Start: 5462, End: 10922}}
 						}
 					}
 				}
-				member(ms, "n1").View.Slots = []SlotRange{{0, 4999}, {5002, 5461}}
-				member(ms, "n2").View.Slots = []SlotRange{{5000, 5001}, {5462, 10922}}
+				member(ms, "n1").View.Slots = []SlotRange{{Start: 0, End: 4999}, {Start: 5002, End: 5461}}
+				member(ms, "n2").View.Slots = []SlotRange{{Start: 5000, End: 5001}, {Start: 5462, End: 10922}}
 			},
 			"MigrateSlots n1->n2 slots=5000-5001 method=classic (" + ReasonReplicaSlotState + ": n4: n1 -> n2 slots 5000-5001 by SETSLOT and MIGRATE)"},
 		{"an aborted move: the source still owns the slot and keeps it",

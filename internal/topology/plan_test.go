@@ -112,7 +112,7 @@ func kill(ms []Member, name string, fail bool) {
 	}
 }
 
-func rs(a, b int) []SlotRange { return []SlotRange{{a, b}} }
+func rs(a, b int) []SlotRange { return []SlotRange{{Start: a, End: b}} }
 
 // formed3 is a healthy 3x1 cluster: primaries n1..n3, replicas n4..n6.
 func formed3() []Member { return mesh(formed3Nodes()...) }

@@ -3,26 +3,14 @@ package topology
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/gomomento/valkey-operator/internal/slotrange"
 )
 
-// SlotRange is an inclusive range of hash slots.
-type SlotRange struct {
-	Start int
-	End   int
-}
-
-// Count is the number of slots in r.
-func (r SlotRange) Count() int { return r.End - r.Start + 1 }
-
-// String formats r as CLUSTER NODES does: "0-5460", or "42" for one slot.
-func (r SlotRange) String() string {
-	if r.Start == r.End {
-		return strconv.Itoa(r.Start)
-	}
-	return strconv.Itoa(r.Start) + "-" + strconv.Itoa(r.End)
-}
+// SlotRange is an inclusive range of hash slots, the Valkey client's type
+// too.
+type SlotRange = slotrange.Range
 
 // CountSlots is the number of slots covered by rs, which must not overlap.
 func CountSlots(rs []SlotRange) int {
@@ -43,23 +31,7 @@ func FormatRanges(rs []SlotRange) string {
 }
 
 // NormalizeRanges sorts rs and merges overlapping or adjacent ranges.
-func NormalizeRanges(rs []SlotRange) []SlotRange {
-	if len(rs) == 0 {
-		return nil
-	}
-	out := slices.Clone(rs)
-	slices.SortFunc(out, func(a, b SlotRange) int { return a.Start - b.Start })
-	merged := out[:1]
-	for _, r := range out[1:] {
-		last := &merged[len(merged)-1]
-		if r.Start <= last.End+1 {
-			last.End = max(last.End, r.End)
-			continue
-		}
-		merged = append(merged, r)
-	}
-	return merged
-}
+func NormalizeRanges(rs []SlotRange) []SlotRange { return slotrange.Merge(rs) }
 
 // rangesOf turns a per-slot predicate into sorted maximal ranges.
 func rangesOf(in func(slot int) bool) []SlotRange {

@@ -46,7 +46,7 @@ func TestEvenCounts(t *testing.T) {
 }
 
 func TestNormalizeAndFormat(t *testing.T) {
-	got := NormalizeRanges([]SlotRange{{10, 20}, {0, 5}, {6, 9}, {30, 30}, {15, 25}})
+	got := NormalizeRanges([]SlotRange{{Start: 10, End: 20}, {Start: 0, End: 5}, {Start: 6, End: 9}, {Start: 30, End: 30}, {Start: 15, End: 25}})
 	if FormatRanges(got) != "0-25,30" {
 		t.Errorf("got %s", FormatRanges(got))
 	}
@@ -78,7 +78,7 @@ func TestBalanceTargets(t *testing.T) {
 }
 
 func TestNextMove(t *testing.T) {
-	r := func(a, b int) []SlotRange { return []SlotRange{{a, b}} }
+	r := func(a, b int) []SlotRange { return []SlotRange{{Start: a, End: b}} }
 	tests := []struct {
 		name   string
 		shards []ShardSlots
@@ -110,7 +110,7 @@ func TestNextMove(t *testing.T) {
 			{Key: 1, Slots: r(8192, 16383), Target: 8192, CanReceive: true},
 		}, 64, "none"},
 		{"batch limited to the top range", []ShardSlots{
-			{Key: 0, Slots: []SlotRange{{0, 8000}, {9000, 9009}}, Target: 4000, CanReceive: true},
+			{Key: 0, Slots: []SlotRange{{Start: 0, End: 8000}, {Start: 9000, End: 9009}}, Target: 4000, CanReceive: true},
 			{Key: 1, Target: 4000, CanReceive: true},
 		}, 64, "{0 1 9000-9009}"},
 	}
@@ -204,10 +204,10 @@ func TestTopSlots(t *testing.T) {
 		n    int
 		want string
 	}{
-		{[]SlotRange{{0, 100}}, 10, "91-100"},
-		{[]SlotRange{{0, 5}, {10, 12}}, 5, "4-5,10-12"},
-		{[]SlotRange{{10, 12}, {0, 5}}, 3, "10-12"},
-		{[]SlotRange{{0, 5}}, 64, "0-5"},
+		{[]SlotRange{{Start: 0, End: 100}}, 10, "91-100"},
+		{[]SlotRange{{Start: 0, End: 5}, {Start: 10, End: 12}}, 5, "4-5,10-12"},
+		{[]SlotRange{{Start: 10, End: 12}, {Start: 0, End: 5}}, 3, "10-12"},
+		{[]SlotRange{{Start: 0, End: 5}}, 64, "0-5"},
 		{nil, 64, ""},
 	} {
 		got := TopSlots(tt.in, tt.n)

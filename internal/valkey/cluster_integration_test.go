@@ -80,10 +80,10 @@ func testCluster(t *testing.T, argv []string) {
 		}
 		return nil
 	})
-	if err := nodes[0].ClusterAddSlotsRange(ctx, SlotRange{0, 8191}); err != nil {
+	if err := nodes[0].ClusterAddSlotsRange(ctx, SlotRange{Start: 0, End: 8191}); err != nil {
 		t.Fatal(err)
 	}
-	if err := nodes[1].ClusterAddSlotsRange(ctx, SlotRange{8192, 12287}, SlotRange{12288, MaxSlot}); err != nil {
+	if err := nodes[1].ClusterAddSlotsRange(ctx, SlotRange{Start: 8192, End: 12287}, SlotRange{Start: 12288, End: MaxSlot}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "node 2 accepting node 0 as its primary", func() error {
@@ -224,7 +224,7 @@ func testCluster(t *testing.T, argv []string) {
 		if info, err := nodes[0].InfoServer(ctx); err != nil || info.Version.AtLeast(AtomicSlotMigrationVersion) {
 			t.Skipf("version %s, %v: covered by TestAtomicSlotMigration", info.Version, err)
 		}
-		err := nodes[0].ClusterMigrateSlots(ctx, ids[1], SlotRange{0, 9})
+		err := nodes[0].ClusterMigrateSlots(ctx, ids[1], SlotRange{Start: 0, End: 9})
 		if !errors.Is(err, ErrNotSupported) {
 			t.Fatalf("ClusterMigrateSlots on 8.x: want ErrNotSupported, got %v", err)
 		}
@@ -237,7 +237,7 @@ func testCluster(t *testing.T, argv []string) {
 		ctx := testCtx(t)
 		// MIGRATE needs key access the operator user lacks.
 		mover := dialT(t, Target{Address: servers[0].Addr(), Username: moverUser, Password: moverPassword})
-		tag, slot := tagInRange(t, mover, SlotRange{0, 8191})
+		tag, slot := tagInRange(t, mover, SlotRange{Start: 0, End: 8191})
 		keys := []string{"{" + tag + "}a", "{" + tag + "}b"}
 		for _, k := range keys {
 			if err := mover.client.Do(ctx, mover.client.B().Set().Key(k).Value("v").Build()).Error(); err != nil {

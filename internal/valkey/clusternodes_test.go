@@ -15,12 +15,12 @@ func TestParseClusterNodes(t *testing.T) {
 	node0 := ClusterNode{
 		ID: id0, Addr: "127.0.0.1:7100@17100", IP: "127.0.0.1", Port: 7100, BusPort: 17100,
 		Hostname: "node-0.test.ns.svc.cluster.local", Flags: []string{FlagMyself, FlagPrimary},
-		ConfigEpoch: 1, LinkState: LinkConnected, Slots: []SlotRange{{0, 5460}, {10000, 16383}},
+		ConfigEpoch: 1, LinkState: LinkConnected, Slots: []SlotRange{{Start: 0, End: 5460}, {Start: 10000, End: 16383}},
 	}
 	node1 := ClusterNode{
 		ID: id1, Addr: "127.0.0.1:7101@17101", IP: "127.0.0.1", Port: 7101, BusPort: 17101,
 		Hostname: "node-1.test.ns.svc.cluster.local", Flags: []string{FlagPrimary},
-		PongRecv: 1796215713119, ConfigEpoch: 2, LinkState: LinkConnected, Slots: []SlotRange{{5461, 9999}},
+		PongRecv: 1796215713119, ConfigEpoch: 2, LinkState: LinkConnected, Slots: []SlotRange{{Start: 5461, End: 9999}},
 	}
 	node2 := ClusterNode{
 		ID: id2, Addr: "127.0.0.1:7102@17102", IP: "127.0.0.1", Port: 7102, BusPort: 17102,
@@ -94,7 +94,7 @@ func TestParseClusterNodes(t *testing.T) {
 				{
 					ID: id1, Addr: ":0@0", Flags: []string{FlagPrimary, FlagFail, FlagNoAddr},
 					PingSent: 1796215724041, PongRecv: 1796215721989, ConfigEpoch: 2, LinkState: LinkDisconnected,
-					Slots: []SlotRange{{7, 7}},
+					Slots: []SlotRange{{Start: 7, End: 7}},
 				},
 				{
 					ID: id2, Addr: "fd00::5:6379@16379", IP: "fd00::5", Port: 6379, BusPort: 16379,

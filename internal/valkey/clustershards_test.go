@@ -33,14 +33,14 @@ func TestParseClusterShards(t *testing.T) {
 			},
 			want: []Shard{
 				{
-					Slots: []SlotRange{{0, 5460}, {10923, 16383}},
+					Slots: []SlotRange{{Start: 0, End: 5460}, {Start: 10923, End: 16383}},
 					Nodes: []ShardNode{
 						{ID: "4c5ff181d2cf4e450712d0bb6945b1ef316371a1", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-0.test.ns.svc.cluster.local", TLSPort: 45755, Role: ShardRolePrimary, Health: HealthOnline},
 						{ID: "4155b3bced161ddd26cceb5562399c4c877fc81d", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-2.test.ns.svc.cluster.local", TLSPort: 43969, Role: ShardRoleReplica, Health: HealthLoading},
 					},
 				},
 				{
-					Slots: []SlotRange{{5461, 10922}},
+					Slots: []SlotRange{{Start: 5461, End: 10922}},
 					Nodes: []ShardNode{
 						{ID: "155c4693f0d988df26a85d6ebd020a336fb262b3", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-1.test.ns.svc.cluster.local", TLSPort: 39795, Role: ShardRolePrimary, Health: HealthOnline},
 					},
@@ -68,11 +68,11 @@ func TestParseClusterShards(t *testing.T) {
 			},
 			want: []Shard{
 				{
-					Slots: []SlotRange{{5461, 9999}},
+					Slots: []SlotRange{{Start: 5461, End: 9999}},
 					Nodes: []ShardNode{{ID: id1, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-1.test.ns.svc.cluster.local", Port: 7101, Role: ShardRolePrimary, Health: HealthOnline}},
 				},
 				{
-					Slots: []SlotRange{{0, 5460}, {10000, 16383}},
+					Slots: []SlotRange{{Start: 0, End: 5460}, {Start: 10000, End: 16383}},
 					Nodes: []ShardNode{
 						{ID: id0, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-0.test.ns.svc.cluster.local", Port: 7100, Role: ShardRolePrimary, ReplicationOffset: 54, Health: HealthOnline},
 						{ID: id2, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-2.test.ns.svc.cluster.local", Port: 7102, Role: ShardRoleReplica, ReplicationOffset: 54, Health: HealthLoading},

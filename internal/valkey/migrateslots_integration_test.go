@@ -38,10 +38,10 @@ func TestAtomicSlotMigration(t *testing.T) {
 	if err := nodes[0].ClusterMeet(ctx, servers[1].IP, servers[1].Port, servers[1].BusPort); err != nil {
 		t.Fatal(err)
 	}
-	if err := nodes[0].ClusterAddSlotsRange(ctx, SlotRange{0, 8191}); err != nil {
+	if err := nodes[0].ClusterAddSlotsRange(ctx, SlotRange{Start: 0, End: 8191}); err != nil {
 		t.Fatal(err)
 	}
-	if err := nodes[1].ClusterAddSlotsRange(ctx, SlotRange{8192, MaxSlot}); err != nil {
+	if err := nodes[1].ClusterAddSlotsRange(ctx, SlotRange{Start: 8192, End: MaxSlot}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "both nodes seeing a healthy cluster", func() error {
@@ -57,7 +57,7 @@ func TestAtomicSlotMigration(t *testing.T) {
 		return nil
 	})
 
-	moved := []SlotRange{{0, 99}, {200, 299}}
+	moved := []SlotRange{{Start: 0, End: 99}, {Start: 200, End: 299}}
 	writer := dialT(t, Target{Address: servers[0].Addr(), Username: moverUser, Password: moverPassword})
 	tag, slot := tagInRange(t, writer, moved[0])
 	for _, k := range []string{"{" + tag + "}a", "{" + tag + "}b"} {
@@ -91,7 +91,7 @@ func TestAtomicSlotMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner, _ := all.ByID(ids[1])
-	if !slices.Equal(owner.Slots, []SlotRange{{0, 99}, {200, 299}, {8192, MaxSlot}}) {
+	if !slices.Equal(owner.Slots, []SlotRange{{Start: 0, End: 99}, {Start: 200, End: 299}, {Start: 8192, End: MaxSlot}}) {
 		t.Fatalf("node 1 serves %s", FormatSlotRanges(owner.Slots))
 	}
 	if n, err := nodes[1].ClusterCountKeysInSlot(ctx, slot); err != nil || n != 2 {

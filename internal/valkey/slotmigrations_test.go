@@ -14,7 +14,7 @@ func TestParseSlotMigrations(t *testing.T) {
 	)
 	at := time.Unix(1754870400, 0).UTC()
 	done := SlotMigration{
-		Name: name, Operation: "EXPORT", SlotRanges: []SlotRange{{0, 10}}, TargetNode: target, SourceNode: source,
+		Name: name, Operation: "EXPORT", SlotRanges: []SlotRange{{Start: 0, End: 10}}, TargetNode: target, SourceNode: source,
 		Created: at, LastUpdate: at, LastAck: at, State: SlotMigrationSuccess,
 	}
 	tests := []struct {
@@ -43,7 +43,7 @@ func TestParseSlotMigrations(t *testing.T) {
 				"state", "snapshotting", "message", "", "cow_size", int64(4096), "remaining_repl_size", int64(100),
 			}},
 			want: []SlotMigration{{
-				Name: name, Operation: "IMPORT", SlotRanges: []SlotRange{{0, 9}, {20, 29}}, TargetNode: target, SourceNode: source,
+				Name: name, Operation: "IMPORT", SlotRanges: []SlotRange{{Start: 0, End: 9}, {Start: 20, End: 29}}, TargetNode: target, SourceNode: source,
 				Created: at, LastUpdate: at, LastAck: at, State: "snapshotting", CowSize: 4096, RemainingReplSize: 100,
 			}},
 			finished: []bool{false},

@@ -2,45 +2,20 @@ package valkey
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gomomento/valkey-operator/internal/slotrange"
 )
 
 // SlotCount is the number of hash slots in a Valkey cluster.
 const SlotCount = 16384
 
 // MaxSlot is the highest valid hash slot.
-const MaxSlot = SlotCount - 1
+const MaxSlot = slotrange.Max
 
-// SlotRange is an inclusive range of hash slots.
-type SlotRange struct {
-	Start int
-	End   int
-}
-
-// Count returns how many slots r covers.
-func (r SlotRange) Count() int { return r.End - r.Start + 1 }
-
-// Contains reports whether slot lies in r.
-func (r SlotRange) Contains(slot int) bool { return slot >= r.Start && slot <= r.End }
-
-// String formats r the way CLUSTER NODES does: "0-5460", or "42" for a
-// single slot.
-func (r SlotRange) String() string {
-	if r.Start == r.End {
-		return strconv.Itoa(r.Start)
-	}
-	return strconv.Itoa(r.Start) + "-" + strconv.Itoa(r.End)
-}
-
-// Validate checks that r lies inside 0..MaxSlot and is not reversed.
-func (r SlotRange) Validate() error {
-	if r.Start < 0 || r.End > MaxSlot || r.Start > r.End {
-		return fmt.Errorf("invalid slot range %d-%d: want 0 <= start <= end <= %d", r.Start, r.End, MaxSlot)
-	}
-	return nil
-}
+// SlotRange is an inclusive range of hash slots, the planner's type too.
+type SlotRange = slotrange.Range
 
 // ParseSlotRange parses "start-end" or a single slot "n".
 func ParseSlotRange(s string) (SlotRange, error) {
@@ -83,23 +58,7 @@ func ParseSlotRanges(s string) ([]SlotRange, error) {
 
 // MergeSlotRanges returns the ranges sorted, with overlapping and adjacent
 // ranges joined. The input is not modified.
-func MergeSlotRanges(ranges []SlotRange) []SlotRange {
-	if len(ranges) == 0 {
-		return nil
-	}
-	sorted := slices.Clone(ranges)
-	slices.SortFunc(sorted, func(a, b SlotRange) int { return a.Start - b.Start })
-	out := []SlotRange{sorted[0]}
-	for _, r := range sorted[1:] {
-		last := &out[len(out)-1]
-		if r.Start <= last.End+1 {
-			last.End = max(last.End, r.End)
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
+func MergeSlotRanges(ranges []SlotRange) []SlotRange { return slotrange.Merge(ranges) }
 
 // CountSlots returns how many distinct slots the ranges cover; overlaps
 // are counted once.

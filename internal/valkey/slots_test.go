@@ -11,10 +11,10 @@ func TestParseSlotRange(t *testing.T) {
 		want    SlotRange
 		wantErr bool
 	}{
-		{in: "0-5460", want: SlotRange{0, 5460}},
-		{in: "42", want: SlotRange{42, 42}},
-		{in: "16383", want: SlotRange{16383, 16383}},
-		{in: "0-16383", want: SlotRange{0, 16383}},
+		{in: "0-5460", want: SlotRange{Start: 0, End: 5460}},
+		{in: "42", want: SlotRange{Start: 42, End: 42}},
+		{in: "16383", want: SlotRange{Start: 16383, End: 16383}},
+		{in: "0-16383", want: SlotRange{Start: 0, End: 16383}},
 		{in: "16384", wantErr: true},
 		{in: "10-5", wantErr: true},
 		{in: "-1", wantErr: true},
@@ -39,10 +39,10 @@ func TestParseSlotRanges(t *testing.T) {
 		want    []SlotRange
 		wantErr bool
 	}{
-		{in: "0-5460,10000-16383", want: []SlotRange{{0, 5460}, {10000, 16383}}},
+		{in: "0-5460,10000-16383", want: []SlotRange{{Start: 0, End: 5460}, {Start: 10000, End: 16383}}},
 		// CLUSTER GETSLOTMIGRATIONS separates ranges with spaces.
-		{in: "0-10 20-29", want: []SlotRange{{0, 10}, {20, 29}}},
-		{in: "7", want: []SlotRange{{7, 7}}},
+		{in: "0-10 20-29", want: []SlotRange{{Start: 0, End: 10}, {Start: 20, End: 29}}},
+		{in: "7", want: []SlotRange{{Start: 7, End: 7}}},
 		{in: "", want: []SlotRange{}},
 		{in: "0-10,x", wantErr: true},
 	}
@@ -73,31 +73,31 @@ func TestSlotRangeHelpers(t *testing.T) {
 			merged:  nil,
 			count:   0,
 			format:  "",
-			missing: []SlotRange{{0, MaxSlot}},
+			missing: []SlotRange{{Start: 0, End: MaxSlot}},
 		},
 		{
 			name:    "full coverage in three shards",
-			in:      []SlotRange{{10923, 16383}, {0, 5460}, {5461, 10922}},
-			merged:  []SlotRange{{0, MaxSlot}},
+			in:      []SlotRange{{Start: 10923, End: 16383}, {Start: 0, End: 5460}, {Start: 5461, End: 10922}},
+			merged:  []SlotRange{{Start: 0, End: MaxSlot}},
 			count:   SlotCount,
 			format:  "0-16383",
 			missing: nil,
 		},
 		{
 			name:    "overlap counted once",
-			in:      []SlotRange{{0, 100}, {50, 150}, {150, 150}},
-			merged:  []SlotRange{{0, 150}},
+			in:      []SlotRange{{Start: 0, End: 100}, {Start: 50, End: 150}, {Start: 150, End: 150}},
+			merged:  []SlotRange{{Start: 0, End: 150}},
 			count:   151,
 			format:  "0-150",
-			missing: []SlotRange{{151, MaxSlot}},
+			missing: []SlotRange{{Start: 151, End: MaxSlot}},
 		},
 		{
 			name:    "gaps and single slots",
-			in:      []SlotRange{{12182, 12182}, {0, 5460}, {12184, MaxSlot}},
-			merged:  []SlotRange{{0, 5460}, {12182, 12182}, {12184, MaxSlot}},
+			in:      []SlotRange{{Start: 12182, End: 12182}, {Start: 0, End: 5460}, {Start: 12184, End: MaxSlot}},
+			merged:  []SlotRange{{Start: 0, End: 5460}, {Start: 12182, End: 12182}, {Start: 12184, End: MaxSlot}},
 			count:   5461 + 1 + (MaxSlot - 12184 + 1),
 			format:  "0-5460,12182,12184-16383",
-			missing: []SlotRange{{5461, 12181}, {12183, 12183}},
+			missing: []SlotRange{{Start: 5461, End: 12181}, {Start: 12183, End: 12183}},
 		},
 	}
 	for _, tc := range tests {
@@ -124,9 +124,9 @@ func TestSlotRangeHelpers(t *testing.T) {
 }
 
 func TestMergeSlotRangesLeavesInputAlone(t *testing.T) {
-	in := []SlotRange{{10, 20}, {0, 5}}
+	in := []SlotRange{{Start: 10, End: 20}, {Start: 0, End: 5}}
 	MergeSlotRanges(in)
-	if !reflect.DeepEqual(in, []SlotRange{{10, 20}, {0, 5}}) {
+	if !reflect.DeepEqual(in, []SlotRange{{Start: 10, End: 20}, {Start: 0, End: 5}}) {
 		t.Fatalf("input modified: %v", in)
 	}
 }
