@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/localkube"
+	"github.com/gomomento/valkey-operator/internal/localkube/localkubetest"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -137,5 +137,5 @@ func metaLen(l client.ObjectList) int {
 
 func assertNoProcesses(t testing.TB, ns string) {
 	t.Helper()
-	localkube.AssertNoLeakedProcesses(t, local.Runtime.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, local.Runtime.PodDirPrefix(ns))
 }
