@@ -11,10 +11,10 @@ type Shard struct {
 	Nodes []ShardNode
 }
 
-// Primary returns the shard's node with role "master".
-func (s Shard) Primary() (ShardNode, bool) {
+// primary returns the shard's node with role "master".
+func (s Shard) primary() (ShardNode, bool) {
 	for _, n := range s.Nodes {
-		if n.Role == ShardRolePrimary {
+		if n.Role == shardRolePrimary {
 			return n, true
 		}
 	}
@@ -23,12 +23,12 @@ func (s Shard) Primary() (ShardNode, bool) {
 
 // Roles and health values as CLUSTER SHARDS reports them.
 const (
-	ShardRolePrimary = "master"
-	ShardRoleReplica = "replica"
+	shardRolePrimary = "master"
+	shardRoleReplica = "replica"
 
-	HealthOnline  = "online"
-	HealthFailed  = "failed"
-	HealthLoading = "loading"
+	healthOnline  = "online"
+	healthFailed  = "failed"
+	healthLoading = "loading"
 )
 
 // ShardNode is one node of a Shard.
@@ -85,7 +85,7 @@ func parseShard(v any) (Shard, error) {
 				return Shard{}, fmt.Errorf("slots: %w", err)
 			}
 			r := SlotRange{Start: int(start), End: int(end)}
-			if err := r.Validate(); err != nil {
+			if err := r.validate(); err != nil {
 				return Shard{}, fmt.Errorf("slots: %w", err)
 			}
 			s.Slots = append(s.Slots, r)

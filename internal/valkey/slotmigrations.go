@@ -46,9 +46,9 @@ func (m SlotMigration) Finished() bool {
 	return false
 }
 
-// ParseSlotMigrations parses a CLUSTER GETSLOTMIGRATIONS reply in the
+// parseSlotMigrations parses a CLUSTER GETSLOTMIGRATIONS reply in the
 // generic form valkey-go's ToAny produces.
-func ParseSlotMigrations(reply any) ([]SlotMigration, error) {
+func parseSlotMigrations(reply any) ([]SlotMigration, error) {
 	list, ok := reply.([]any)
 	if !ok {
 		return nil, fmt.Errorf("parsing CLUSTER GETSLOTMIGRATIONS: want an array, got %T", reply)

@@ -19,8 +19,8 @@ type SlotRange struct {
 	End   int
 }
 
-// Count returns how many slots r covers.
-func (r SlotRange) Count() int { return r.End - r.Start + 1 }
+// count returns how many slots r covers.
+func (r SlotRange) count() int { return r.End - r.Start + 1 }
 
 // Contains reports whether slot lies in r.
 func (r SlotRange) Contains(slot int) bool { return slot >= r.Start && slot <= r.End }
@@ -34,16 +34,16 @@ func (r SlotRange) String() string {
 	return strconv.Itoa(r.Start) + "-" + strconv.Itoa(r.End)
 }
 
-// Validate checks that r lies inside 0..MaxSlot and is not reversed.
-func (r SlotRange) Validate() error {
+// validate checks that r lies inside 0..MaxSlot and is not reversed.
+func (r SlotRange) validate() error {
 	if r.Start < 0 || r.End > MaxSlot || r.Start > r.End {
 		return fmt.Errorf("invalid slot range %d-%d: want 0 <= start <= end <= %d", r.Start, r.End, MaxSlot)
 	}
 	return nil
 }
 
-// ParseSlotRange parses "start-end" or a single slot "n".
-func ParseSlotRange(s string) (SlotRange, error) {
+// parseSlotRange parses "start-end" or a single slot "n".
+func parseSlotRange(s string) (SlotRange, error) {
 	startText, endText, isRange := strings.Cut(s, "-")
 	if !isRange {
 		endText = startText
@@ -57,7 +57,7 @@ func ParseSlotRange(s string) (SlotRange, error) {
 		return SlotRange{}, fmt.Errorf("parsing slot range %q: %w", s, err)
 	}
 	r := SlotRange{Start: start, End: end}
-	if err := r.Validate(); err != nil {
+	if err := r.validate(); err != nil {
 		return SlotRange{}, err
 	}
 	return r, nil
@@ -65,14 +65,14 @@ func ParseSlotRange(s string) (SlotRange, error) {
 
 // ParseSlotRanges parses ranges separated by commas and/or whitespace,
 // e.g. "0-5460,10000-16383" or "0-10 20-29". The result is kept in input
-// order; use MergeSlotRanges to normalise it.
+// order; use mergeSlotRanges to normalise it.
 func ParseSlotRanges(s string) ([]SlotRange, error) {
 	fields := strings.FieldsFunc(s, func(r rune) bool {
 		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
 	})
 	out := make([]SlotRange, 0, len(fields))
 	for _, f := range fields {
-		r, err := ParseSlotRange(f)
+		r, err := parseSlotRange(f)
 		if err != nil {
 			return nil, err
 		}
@@ -81,9 +81,9 @@ func ParseSlotRanges(s string) ([]SlotRange, error) {
 	return out, nil
 }
 
-// MergeSlotRanges returns the ranges sorted, with overlapping and adjacent
+// mergeSlotRanges returns the ranges sorted, with overlapping and adjacent
 // ranges joined. The input is not modified.
-func MergeSlotRanges(ranges []SlotRange) []SlotRange {
+func mergeSlotRanges(ranges []SlotRange) []SlotRange {
 	if len(ranges) == 0 {
 		return nil
 	}
@@ -105,16 +105,16 @@ func MergeSlotRanges(ranges []SlotRange) []SlotRange {
 // are counted once.
 func CountSlots(ranges []SlotRange) int {
 	n := 0
-	for _, r := range MergeSlotRanges(ranges) {
-		n += r.Count()
+	for _, r := range mergeSlotRanges(ranges) {
+		n += r.count()
 	}
 	return n
 }
 
-// FormatSlotRanges formats ranges as a comma-separated list after merging,
+// formatSlotRanges formats ranges as a comma-separated list after merging,
 // e.g. "0-5460,10000-16383"; "" for none.
-func FormatSlotRanges(ranges []SlotRange) string {
-	merged := MergeSlotRanges(ranges)
+func formatSlotRanges(ranges []SlotRange) string {
+	merged := mergeSlotRanges(ranges)
 	parts := make([]string, len(merged))
 	for i, r := range merged {
 		parts[i] = r.String()
@@ -122,12 +122,12 @@ func FormatSlotRanges(ranges []SlotRange) string {
 	return strings.Join(parts, ",")
 }
 
-// MissingSlots returns the slots in 0..MaxSlot that no range covers, as
+// missingSlots returns the slots in 0..MaxSlot that no range covers, as
 // merged ranges. An empty result means full coverage.
-func MissingSlots(ranges []SlotRange) []SlotRange {
+func missingSlots(ranges []SlotRange) []SlotRange {
 	var out []SlotRange
 	next := 0
-	for _, r := range MergeSlotRanges(ranges) {
+	for _, r := range mergeSlotRanges(ranges) {
 		if r.Start > next {
 			out = append(out, SlotRange{Start: next, End: r.Start - 1})
 		}
