@@ -34,12 +34,12 @@ const defaultScaleInWindow = 300 * time.Second
 // sampling pass a few seconds, not the whole interval.
 const sampleTimeout = 5 * time.Second
 
-// Autoscaler samples every node of every cluster on a fixed interval (INFO
+// autoscaler samples every node of every cluster on a fixed interval (INFO
 // from the node itself, no metrics-server), publishes the samples in the
 // ValkeyNode's status and as metrics, and for a cluster with
 // spec.autoscaling decides status.autoscaling.desiredShards, which the
 // cluster controller takes as its shard target.
-type Autoscaler struct {
+type autoscaler struct {
 	client.Client
 	APIReader client.Reader
 	Options   Options
@@ -58,9 +58,9 @@ type Autoscaler struct {
 	nodes map[types.NamespacedName]map[string]bool
 }
 
-// SetupAutoscaler registers the sampling and autoscaling controller.
-func SetupAutoscaler(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
-	r := &Autoscaler{
+// setupAutoscaler registers the sampling and autoscaling controller.
+func setupAutoscaler(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
+	r := &autoscaler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Options:   opts,
@@ -79,7 +79,7 @@ func SetupAutoscaler(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
 	return nil
 }
 
-func (r *Autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var vc valkeyv1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -120,7 +120,7 @@ func (r *Autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
-func (r *Autoscaler) interval() time.Duration {
+func (r *autoscaler) interval() time.Duration {
 	if r.Options.SampleInterval > 0 {
 		return r.Options.SampleInterval
 	}
@@ -129,7 +129,7 @@ func (r *Autoscaler) interval() time.Duration {
 
 // due says whether the cluster's tick has come, and otherwise how long is
 // left of it.
-func (r *Autoscaler) due(key types.NamespacedName, interval time.Duration) (bool, time.Duration) {
+func (r *autoscaler) due(key types.NamespacedName, interval time.Duration) (bool, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sampled == nil {
@@ -145,7 +145,7 @@ func (r *Autoscaler) due(key types.NamespacedName, interval time.Duration) (bool
 	return true, 0
 }
 
-func (r *Autoscaler) forget(key types.NamespacedName) {
+func (r *autoscaler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.sampled, key)
 	names := r.nodes[key]

@@ -19,7 +19,7 @@ import (
 
 // evaluate decides for a cluster with spec.autoscaling, and clears what an
 // earlier decision left for one without.
-func (r *Autoscaler) evaluate(ctx context.Context, key types.NamespacedName, nodes []*valkeyv1.ValkeyNode) error {
+func (r *autoscaler) evaluate(ctx context.Context, key types.NamespacedName, nodes []*valkeyv1.ValkeyNode) error {
 	var (
 		decision autoscale.Decision
 		notes    []autoscaleNote

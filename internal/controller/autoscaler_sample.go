@@ -19,7 +19,7 @@ import (
 
 // sample reads every running node once, concurrently, and writes each
 // node's new sample into its status.
-func (r *Autoscaler) sample(ctx context.Context, vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) error {
+func (r *autoscaler) sample(ctx context.Context, vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) error {
 	conn, err := nodeConnector(ctx, r, vc, r.Options.ClusterDomain, r.Dialer)
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func (r *Autoscaler) sample(ctx context.Context, vc *valkeyv1.ValkeyCluster, nod
 	return nil
 }
 
-func (r *Autoscaler) sampleNode(ctx context.Context, conn *connector, vc *valkeyv1.ValkeyCluster, n *valkeyv1.ValkeyNode, pod *corev1.Pod, keep time.Duration) error {
+func (r *autoscaler) sampleNode(ctx context.Context, conn *connector, vc *valkeyv1.ValkeyCluster, n *valkeyv1.ValkeyNode, pod *corev1.Pod, keep time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 	defer cancel()
 	node, err := conn.dial(ctx, n.Name, pod.Status.PodIP)

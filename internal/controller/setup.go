@@ -127,7 +127,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return fmt.Errorf("setting up cluster controller: %w", err)
 	}
 
-	nr := &NodeReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
+	nr := &nodeReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
 	if err := nr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up node controller: %w", err)
 	}
@@ -138,10 +138,10 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := SetupACLReload(mgr, opts, nil); err != nil {
 		return err
 	}
-	if err := SetupAutoscaler(mgr, opts, nil); err != nil {
+	if err := setupAutoscaler(mgr, opts, nil); err != nil {
 		return err
 	}
-	return SetupMetering(mgr, opts)
+	return setupMetering(mgr, opts)
 }
 
 func managedPods() predicate.Predicate {
