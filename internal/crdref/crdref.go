@@ -38,13 +38,13 @@ func RenderDir(dir string) (string, error) {
 		}
 		docs = append(docs, b)
 	}
-	return Render(docs)
+	return render(docs)
 }
 
-// Render returns the Markdown reference of the CRDs in crdYAML; an element
+// render returns the Markdown reference of the CRDs in crdYAML; an element
 // may hold several YAML documents. Kinds are ordered cluster-scoped first,
 // then by name, so the output does not depend on file order.
-func Render(crdYAML [][]byte) (string, error) {
+func render(crdYAML [][]byte) (string, error) {
 	var crds []apiextensionsv1.CustomResourceDefinition
 	for i, b := range crdYAML {
 		parsed, err := parse(b)
