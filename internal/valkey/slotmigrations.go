@@ -49,19 +49,7 @@ func (m SlotMigration) Finished() bool {
 // parseSlotMigrations parses a CLUSTER GETSLOTMIGRATIONS reply in the
 // generic form valkey-go's ToAny produces.
 func parseSlotMigrations(reply any) ([]SlotMigration, error) {
-	list, ok := reply.([]any)
-	if !ok {
-		return nil, fmt.Errorf("parsing CLUSTER GETSLOTMIGRATIONS: want an array, got %T", reply)
-	}
-	out := make([]SlotMigration, 0, len(list))
-	for i, item := range list {
-		m, err := parseSlotMigration(item)
-		if err != nil {
-			return nil, fmt.Errorf("parsing CLUSTER GETSLOTMIGRATIONS entry %d: %w", i, err)
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return parseEntries(reply, "CLUSTER GETSLOTMIGRATIONS", parseSlotMigration)
 }
 
 func parseSlotMigration(v any) (SlotMigration, error) {
