@@ -77,9 +77,36 @@ func Render(r Report) string {
 	return w.String()
 }
 
+// section opens a section of the page: its heading, then its
+// introduction, one line of prose per argument.
+func section(w *strings.Builder, title string, intro ...string) {
+	fmt.Fprintf(w, "## %s\n\n", title)
+	for _, line := range intro {
+		w.WriteString(line + "\n")
+	}
+	if len(intro) > 0 {
+		w.WriteString("\n")
+	}
+}
+
+// tableHead writes a table's header row and its alignment row; align has a
+// letter per column, r for a right-aligned one (figures) and l for the rest.
+func tableHead(w *strings.Builder, align string, columns ...string) {
+	w.WriteString("| " + strings.Join(columns, " | ") + " |\n|")
+	for _, a := range align {
+		if a == 'r' {
+			w.WriteString("---:|")
+		} else {
+			w.WriteString("---|")
+		}
+	}
+	w.WriteString("\n")
+}
+
 func renderMachine(w *strings.Builder, r Report) {
 	m := r.Machine
-	fmt.Fprintf(w, "## Machine\n\n| | |\n|---|---|\n")
+	section(w, "Machine")
+	w.WriteString("| | |\n|---|---|\n")
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(w, "| %s | %s |\n", k, v)
@@ -109,13 +136,12 @@ func renderBootstrap(w *strings.Builder, r Report) {
 	if len(r.Records.Bootstrap) == 0 {
 		return
 	}
-	w.WriteString("## Bootstrap\n\n")
-	w.WriteString("From creating a `ValkeyCluster` (what `kubectl apply` does) to `Active` with every\n")
-	w.WriteString("slot assigned and every member in place, plaintext; one cluster at a time. Reconciles\n")
-	w.WriteString("are counted from the operator's `controller_runtime_reconcile_total`. Goals: 3×1 in\n")
-	w.WriteString("at most 5 s with at most 20 reconciles of the cluster controller, 16×1 in at most 10 s.\n\n")
-	w.WriteString("| Valkey | shape | pods | time to Active | reconciles (cluster controller) | reconciles (all controllers) |\n")
-	w.WriteString("|---|---|---:|---:|---:|---:|\n")
+	section(w, "Bootstrap",
+		"From creating a `ValkeyCluster` (what `kubectl apply` does) to `Active` with every",
+		"slot assigned and every member in place, plaintext; one cluster at a time. Reconciles",
+		"are counted from the operator's `controller_runtime_reconcile_total`. Goals: 3×1 in",
+		"at most 5 s with at most 20 reconciles of the cluster controller, 16×1 in at most 10 s.")
+	tableHead(w, "llrrrr", "Valkey", "shape", "pods", "time to Active", "reconciles (cluster controller)", "reconciles (all controllers)")
 	boots := slices.Clone(r.Records.Bootstrap)
 	slices.SortStableFunc(boots, func(a, b record.Bootstrap) int {
 		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(a.Shards, b.Shards), cmp.Compare(a.Replicas, b.Replicas))
@@ -133,19 +159,18 @@ func renderRotation(w *strings.Builder, r Report) {
 		return
 	}
 	slices.SortFunc(rots, func(a, b record.Rotation) int { return cmpFloat(a.ProjectionDelay, b.ProjectionDelay) })
-	w.WriteString("## Certificate rotation\n\n")
-	fmt.Fprintf(w, "From updating the TLS Secret of a %d-node cluster (1×1) to every node serving the new\n", rots[0].Nodes)
-	w.WriteString("leaf to a new connection, verified against the CA. The projection delay is the\n")
-	w.WriteString("runtime's stand-in for the kubelet: how long the new Secret takes to reach the\n")
-	w.WriteString("pods' files; a real kubelet projects a changed Secret on its periodic pod sync, about\n")
-	w.WriteString("once a minute, which the non-zero delay stands for. This operator acts on the change\n")
-	w.WriteString("as soon as the files hold it: it re-checks every second for two minutes after a change,\n")
-	fmt.Fprintf(w, "and its own %g-second tick is only a safety net. The documented operator acts on a\n", rots[0].TLSReloadInterval)
 	tick := documentedTick.Seconds()
-	fmt.Fprintf(w, "%g-second tick, so its figures below are derived, not measured: the projection delay\n", tick)
-	fmt.Fprintf(w, "plus a wait uniform in 0–%g s (mean +%g s, worst +%g s), not counting its own reload.\n\n", tick, tick/2, tick)
-	w.WriteString("| projection delay | rotations | this operator: mean (min–max) | beyond the projection | documented operator, derived: mean | worst |\n")
-	w.WriteString("|---:|---:|---:|---:|---:|---:|\n")
+	section(w, "Certificate rotation",
+		fmt.Sprintf("From updating the TLS Secret of a %d-node cluster (1×1) to every node serving the new", rots[0].Nodes),
+		"leaf to a new connection, verified against the CA. The projection delay is the",
+		"runtime's stand-in for the kubelet: how long the new Secret takes to reach the",
+		"pods' files; a real kubelet projects a changed Secret on its periodic pod sync, about",
+		"once a minute, which the non-zero delay stands for. This operator acts on the change",
+		"as soon as the files hold it: it re-checks every second for two minutes after a change,",
+		fmt.Sprintf("and its own %g-second tick is only a safety net. The documented operator acts on a", rots[0].TLSReloadInterval),
+		fmt.Sprintf("%g-second tick, so its figures below are derived, not measured: the projection delay", tick),
+		fmt.Sprintf("plus a wait uniform in 0–%g s (mean +%g s, worst +%g s), not counting its own reload.", tick, tick/2, tick))
+	tableHead(w, "rrrrrr", "projection delay", "rotations", "this operator: mean (min–max)", "beyond the projection", "documented operator, derived: mean", "worst")
 	for _, rot := range rots {
 		mean, lo, hi := stats(rot.Seconds)
 		fmt.Fprintf(w, "| %s | %d | %s (%s–%s) | %s | %s | %s |\n",
@@ -160,18 +185,17 @@ func renderAvailability(w *strings.Builder, r Report) {
 	if len(r.Records.Availability) == 0 {
 		return
 	}
-	w.WriteString("## Availability\n\n")
-	w.WriteString("A steady client load (valkey-go, cluster-aware) runs from 2 s before each disruption\n")
-	w.WriteString("to 2 s after the cluster has converged again. It has one writer per shard, as the\n")
-	w.WriteString("shards were when the disruption began, numbered by their lowest slot: each writes\n")
-	w.WriteString("fresh keys hashing to its shard's slots and reads back one of its earlier keys, with\n")
-	w.WriteString("10 ms between requests and a 2 s timeout on each. Latency covers every request, a\n")
-	w.WriteString("failed one up to its error; a read that returns another value or none counts as\n")
-	w.WriteString("failed. The gap is the longest window in which a shard's writer had no write\n")
-	w.WriteString("acknowledged. \"converged after\" runs from the disruption to the cluster converged\n")
-	w.WriteString("again (for a rotation, every node serving the new material).\n\n")
-	w.WriteString("| disruption | cluster | converged after | requests | failed | succeeded | p50 | p99 | max | longest write gap per shard |\n")
-	w.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	section(w, "Availability",
+		"A steady client load (valkey-go, cluster-aware) runs from 2 s before each disruption",
+		"to 2 s after the cluster has converged again. It has one writer per shard, as the",
+		"shards were when the disruption began, numbered by their lowest slot: each writes",
+		"fresh keys hashing to its shard's slots and reads back one of its earlier keys, with",
+		"10 ms between requests and a 2 s timeout on each. Latency covers every request, a",
+		"failed one up to its error; a read that returns another value or none counts as",
+		"failed. The gap is the longest window in which a shard's writer had no write",
+		"acknowledged. \"converged after\" runs from the disruption to the cluster converged",
+		"again (for a rotation, every node serving the new material).")
+	tableHead(w, "llrrrrrrrl", "disruption", "cluster", "converged after", "requests", "failed", "succeeded", "p50", "p99", "max", "longest write gap per shard")
 	for _, a := range r.Records.Availability {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s |\n",
 			a.Scenario, a.Cluster, secs(a.Seconds), a.Requests, a.Failed, successRate(a.Requests, a.Failed),
@@ -211,21 +235,19 @@ func renderResharding(w *strings.Builder, r Report) {
 	for _, x := range rs {
 		keys[x.Method] = x.Keys
 	}
-	w.WriteString("## Resharding throughput\n\n")
-	w.WriteString("A data set of 1 KiB values moved from 3 primaries (no replicas) onto a fourth, empty\n")
-	w.WriteString("one, then off it again, in the same run on this machine: on Valkey 8.0.1 (keys move with\n")
-	fmt.Fprintf(w, "`MIGRATE`; %d keys) by the operator and by `valkey-cli` on a cluster of plain\n", keys["operator"])
-	w.WriteString("`valkey-server` processes; on Valkey 9.1.2 (")
-	fmt.Fprintf(w, "%d keys) by the operator and by `CLUSTER MIGRATESLOTS`\n", keys["operator-9"])
-	w.WriteString("issued by hand to every source at once on plain processes (the limit). All are timed the\n")
-	w.WriteString("same way, by polling the fourth node every 20 ms: from the first sign of the move (a slot\n")
-	w.WriteString("importing or migrating, or an atomic migration job) to the last change of its slot count.\n")
-	w.WriteString("Bytes count keys and values; \"in all\" adds, for the operator, starting the new pod and\n")
-	w.WriteString("joining it (or forgetting and deleting it), and for the others, `add-node` (or `del-node`).\n")
-	w.WriteString("During each move a client load runs as in [Availability](#availability): one writer per\n")
-	w.WriteString("shard, each write acknowledged or counted failed.\n\n")
-	w.WriteString("| direction | method | what ran | keys moved | slots moved | migration | keys/s | MB/s | in all | failed / requests | longest write gap |\n")
-	w.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	section(w, "Resharding throughput",
+		"A data set of 1 KiB values moved from 3 primaries (no replicas) onto a fourth, empty",
+		"one, then off it again, in the same run on this machine: on Valkey 8.0.1 (keys move with",
+		fmt.Sprintf("`MIGRATE`; %d keys) by the operator and by `valkey-cli` on a cluster of plain", keys["operator"]),
+		fmt.Sprintf("`valkey-server` processes; on Valkey 9.1.2 (%d keys) by the operator and by `CLUSTER MIGRATESLOTS`", keys["operator-9"]),
+		"issued by hand to every source at once on plain processes (the limit). All are timed the",
+		"same way, by polling the fourth node every 20 ms: from the first sign of the move (a slot",
+		"importing or migrating, or an atomic migration job) to the last change of its slot count.",
+		"Bytes count keys and values; \"in all\" adds, for the operator, starting the new pod and",
+		"joining it (or forgetting and deleting it), and for the others, `add-node` (or `del-node`).",
+		"During each move a client load runs as in [Availability](#availability): one writer per",
+		"shard, each write acknowledged or counted failed.")
+	tableHead(w, "lllrrrrrrrr", "direction", "method", "what ran", "keys moved", "slots moved", "migration", "keys/s", "MB/s", "in all", "failed / requests", "longest write gap")
 	rate := map[string]float64{}
 	for _, x := range rs {
 		kps := float64(x.KeysMoved) / x.MigrationSeconds
@@ -269,17 +291,16 @@ func renderFootprint(w *strings.Builder, r Report) {
 	if len(fs) == 0 {
 		return
 	}
-	w.WriteString("## Operator footprint\n\n")
-	w.WriteString("The operator built from `cmd/valkey-operator` and run as its own process against the\n")
-	w.WriteString("local control plane, a fresh process per row group. \"converging\" runs from creating\n")
-	w.WriteString("the clusters (1×0, plaintext) all at once to all of them `Active`; \"idle\" is the\n")
-	w.WriteString("following window of one steady resync (30 s) once the process has gone quiet. CPU is\n")
-	w.WriteString("user + system time from `/proc/PID/stat`, RSS `VmRSS` from `/proc/PID/status`, sampled\n")
-	w.WriteString("every 100 ms for the peak; reconciles and API requests come from the operator's own\n")
-	w.WriteString("`/metrics` (`controller_runtime_reconcile_total`, all controllers, and\n")
-	w.WriteString("`rest_client_requests_total`).\n\n")
-	w.WriteString("| clusters | phase | duration | CPU-seconds | CPU (share of a core) | RSS at end | peak RSS | reconciles | API requests | API requests per reconcile |\n")
-	w.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	section(w, "Operator footprint",
+		"The operator built from `cmd/valkey-operator` and run as its own process against the",
+		"local control plane, a fresh process per row group. \"converging\" runs from creating",
+		"the clusters (1×0, plaintext) all at once to all of them `Active`; \"idle\" is the",
+		"following window of one steady resync (30 s) once the process has gone quiet. CPU is",
+		"user + system time from `/proc/PID/stat`, RSS `VmRSS` from `/proc/PID/status`, sampled",
+		"every 100 ms for the peak; reconciles and API requests come from the operator's own",
+		"`/metrics` (`controller_runtime_reconcile_total`, all controllers, and",
+		"`rest_client_requests_total`).")
+	tableHead(w, "rlrrrrrrrr", "clusters", "phase", "duration", "CPU-seconds", "CPU (share of a core)", "RSS at end", "peak RSS", "reconciles", "API requests", "API requests per reconcile")
 	for _, f := range fs {
 		perReconcile := "–"
 		if f.Reconciles > 0 {
@@ -310,17 +331,16 @@ func renderSecretCache(w *strings.Builder, r Report) {
 		}
 		return -1
 	})
-	w.WriteString("## Secrets in the operator's cache\n\n")
-	w.WriteString("The operator watches Secrets and Pods in every namespace. Its cache keeps only those it\n")
-	w.WriteString("labeled (`app.kubernetes.io/managed-by: valkey-operator`); a user's TLS Secret is read\n")
-	w.WriteString("around the cache and watched by name. Here the operator runs as its own process while\n")
-	fmt.Fprintf(w, "Secrets that are not its own exist (%s bytes of data each), beside one 1×0 cluster of\n", strconv.Itoa(cs[0].SecretBytes))
-	w.WriteString("its own, once caching every Secret and Pod as it did before the filter\n")
-	w.WriteString("(`--filter-cache=false`) and once with the filter (the default). RSS is `VmRSS` once\n")
-	w.WriteString("the process has converged the cluster and gone quiet, peak RSS `VmHWM` (the most it\n")
-	w.WriteString("ever held), the Go heap `go_memstats_heap_inuse_bytes` at the same time.\n\n")
-	w.WriteString("| cache | unrelated Secrets | RSS | peak RSS | Go heap in use |\n")
-	w.WriteString("|---|---:|---:|---:|---:|\n")
+	section(w, "Secrets in the operator's cache",
+		"The operator watches Secrets and Pods in every namespace. Its cache keeps only those it",
+		"labeled (`app.kubernetes.io/managed-by: valkey-operator`); a user's TLS Secret is read",
+		"around the cache and watched by name. Here the operator runs as its own process while",
+		fmt.Sprintf("Secrets that are not its own exist (%s bytes of data each), beside one 1×0 cluster of", strconv.Itoa(cs[0].SecretBytes)),
+		"its own, once caching every Secret and Pod as it did before the filter",
+		"(`--filter-cache=false`) and once with the filter (the default). RSS is `VmRSS` once",
+		"the process has converged the cluster and gone quiet, peak RSS `VmHWM` (the most it",
+		"ever held), the Go heap `go_memstats_heap_inuse_bytes` at the same time.")
+	tableHead(w, "lrrrr", "cache", "unrelated Secrets", "RSS", "peak RSS", "Go heap in use")
 	for _, c := range cs {
 		what := "every Secret and Pod (`--filter-cache=false`)"
 		if c.Filtered {
@@ -408,15 +428,14 @@ func renderAutoscale(w *strings.Builder, r Report) {
 	if len(as) == 0 {
 		return
 	}
-	w.WriteString("## Autoscaling reaction\n\n")
-	w.WriteString("A one-shard cluster under real load crosses a scale-out threshold: memory filled by a\n")
-	w.WriteString("client past `memoryPercent: 50` of a 16 MB `maxmemory`, or `valkey-benchmark` against a\n")
-	w.WriteString("primary with a 100m CPU limit past `cpuPercent: 50`. Times run from the load in place\n")
-	w.WriteString("(the threshold crossed) to the `ScaleOut` decision, to the new shard owning slots, and to\n")
-	w.WriteString("`Active` with two shards. The operator samples every node each interval below; with the\n")
-	w.WriteString("shipped 30 s, add up to one interval to the decision.\n\n")
-	w.WriteString("| trigger | cluster | sampling | decision | new shard owns slots | Active |\n")
-	w.WriteString("|---|---|---:|---:|---:|---:|\n")
+	section(w, "Autoscaling reaction",
+		"A one-shard cluster under real load crosses a scale-out threshold: memory filled by a",
+		"client past `memoryPercent: 50` of a 16 MB `maxmemory`, or `valkey-benchmark` against a",
+		"primary with a 100m CPU limit past `cpuPercent: 50`. Times run from the load in place",
+		"(the threshold crossed) to the `ScaleOut` decision, to the new shard owning slots, and to",
+		"`Active` with two shards. The operator samples every node each interval below; with the",
+		"shipped 30 s, add up to one interval to the decision.")
+	tableHead(w, "llrrrr", "trigger", "cluster", "sampling", "decision", "new shard owns slots", "Active")
 	for _, a := range as {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", a.Trigger, a.Cluster, secs(a.SampleIntervalSeconds),
 			secs(a.DecisionSeconds), secs(a.SlotsSeconds), secs(a.ActiveSeconds))

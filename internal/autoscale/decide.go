@@ -78,13 +78,13 @@ type Input struct {
 	Nodes                     []Node
 	Now                       time.Time
 	// HeadroomFraction is how full the remaining primaries may be after a
-	// scale-in; 0 means DefaultHeadroom.
+	// scale-in; 0 means defaultHeadroom.
 	HeadroomFraction float64
 }
 
-// DefaultHeadroom: after a scale-in the remaining primaries hold at most
+// defaultHeadroom: after a scale-in the remaining primaries hold at most
 // 80% of their memory between them.
-const DefaultHeadroom = 0.8
+const defaultHeadroom = 0.8
 
 // Decision is what the autoscaler does this pass.
 type Decision struct {
@@ -159,9 +159,9 @@ func Decide(in Input) Decision {
 	}
 	frac := in.HeadroomFraction
 	if frac <= 0 {
-		frac = DefaultHeadroom
+		frac = defaultHeadroom
 	}
-	if ok, msg := Headroom(primaries(nodes), frac); !ok {
+	if ok, msg := headroom(primaries(nodes), frac); !ok {
 		return hold(in, ReasonHeadroom, "%s", msg)
 	}
 	return scale(in, ScaleIn, in.Current-1, why)
@@ -281,11 +281,11 @@ func ratio(v, limit float64) float64 {
 	return v / limit
 }
 
-// Headroom checks that the primaries left after removing one could take
+// headroom checks that the primaries left after removing one could take
 // every key: their combined used memory (the latest samples) must fit
 // within frac of their combined memory, the largest primary's memory
 // discounted since which shard the planner empties is not known here.
-func Headroom(primaries []Node, frac float64) (bool, string) {
+func headroom(primaries []Node, frac float64) (bool, string) {
 	if len(primaries) < 2 {
 		return false, fmt.Sprintf("scale-in refused: %d primary, none would remain", len(primaries))
 	}

@@ -348,9 +348,9 @@ func TestHeadroom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, msg := Headroom(tt.nodes, DefaultHeadroom)
+			ok, msg := headroom(tt.nodes, defaultHeadroom)
 			if ok != tt.ok || !strings.Contains(msg, tt.message) {
-				t.Fatalf("Headroom = %v, %q; want %v, containing %q", ok, msg, tt.ok, tt.message)
+				t.Fatalf("headroom = %v, %q; want %v, containing %q", ok, msg, tt.ok, tt.message)
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -325,8 +324,6 @@ func (o *observed) allAtLeast9() bool {
 	}
 	return true
 }
-
-func shardLabel(n int32) string { return strconv.Itoa(int(n)) }
 
 // annotatedTime reads a time the operator recorded on the node; an
 // unreadable value counts as none, so a hand-edited annotation cannot stall

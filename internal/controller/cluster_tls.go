@@ -96,9 +96,9 @@ func checkTLS(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster, 
 	return out, nil
 }
 
-// verifiedLeaves reads the fingerprints the TLS reloader recorded on the
-// node TLS copy.
-func (r *ClusterReconciler) verifiedLeaves(ctx context.Context, rc render.Cluster) ([]string, error) {
+// nodeTLSCopy reads the operator's copy of the TLS material, the one every
+// node mounts; nil when there is none yet.
+func (r *ClusterReconciler) nodeTLSCopy(ctx context.Context, rc render.Cluster) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.Get(ctx, client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: render.NodeTLSSecretName(rc.Cluster.Name)}, &s)
 	if apierrors.IsNotFound(err) {
@@ -106,6 +106,16 @@ func (r *ClusterReconciler) verifiedLeaves(ctx context.Context, rc render.Cluste
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading node TLS Secret: %w", err)
+	}
+	return &s, nil
+}
+
+// verifiedLeaves reads the fingerprints the TLS reloader recorded on the
+// node TLS copy.
+func (r *ClusterReconciler) verifiedLeaves(ctx context.Context, rc render.Cluster) ([]string, error) {
+	s, err := r.nodeTLSCopy(ctx, rc)
+	if s == nil {
+		return nil, err
 	}
 	return parsePins(s.Annotations[annotationVerifiedLeaves]), nil
 }

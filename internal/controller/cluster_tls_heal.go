@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
@@ -46,13 +42,9 @@ func healingOnly(w topology.Wave) topology.Wave {
 // mountedCA is the CA of the operator's copy of the TLS material, the one
 // every node has mounted; nil when there is none yet.
 func (r *ClusterReconciler) mountedCA(ctx context.Context, rc render.Cluster) ([]byte, error) {
-	var s corev1.Secret
-	err := r.Get(ctx, client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: render.NodeTLSSecretName(rc.Cluster.Name)}, &s)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading node TLS Secret: %w", err)
+	s, err := r.nodeTLSCopy(ctx, rc)
+	if s == nil {
+		return nil, err
 	}
 	return s.Data[tlssecret.KeyCA], nil
 }

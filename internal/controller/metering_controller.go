@@ -24,11 +24,11 @@ import (
 	"github.com/gomomento/valkey-operator/internal/metering"
 )
 
-// MeteringReconciler keeps one ValkeyMeteringRecord per ValkeyCluster in
+// meteringReconciler keeps one ValkeyMeteringRecord per ValkeyCluster in
 // the operator's namespace: created with the cluster, advanced every
 // Options.MeteringInterval, kept after the cluster is deleted, and removed
 // only once released (the release annotation) and deleted.
-type MeteringReconciler struct {
+type meteringReconciler struct {
 	client.Client
 	Options  Options
 	Recorder events.EventRecorder
@@ -45,11 +45,11 @@ func MeteringRecordName(vc *valkeyv1.ValkeyCluster) string {
 }
 
 // recordRequest is the record key of a cluster.
-func (r *MeteringReconciler) recordRequest(vc *valkeyv1.ValkeyCluster) reconcile.Request {
+func (r *meteringReconciler) recordRequest(vc *valkeyv1.ValkeyCluster) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Options.Namespace, Name: MeteringRecordName(vc)}}
 }
 
-func (r *MeteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
+func (r *meteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
 	var rec valkeyv1.ValkeyMeteringRecord
 	switch err := r.Get(ctx, req.NamespacedName, &rec); {
 	case apierrors.IsNotFound(err):
@@ -66,7 +66,7 @@ func (r *MeteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 	if rec.Status.ClusterDeleted != nil {
 		return ctrlrt.Result{}, nil // final: kept until released
 	}
-	if !r.Options.Watches(rec.Spec.ClusterNamespace) {
+	if !r.Options.watches(rec.Spec.ClusterNamespace) {
 		// A record left from a wider install: its cluster cannot be seen
 		// from here, which is not the same as gone, so it is left as it is
 		// rather than closed.
@@ -106,10 +106,10 @@ func (r *MeteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 
 // create makes the record of a running cluster. The request names the
 // record, so the cluster is found from the name's parts.
-func (r *MeteringReconciler) create(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
+func (r *meteringReconciler) create(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
 	ns, rest, ok := strings.Cut(req.Name, ".")
 	i := strings.LastIndex(rest, ".")
-	if !ok || i < 0 || !r.Options.Watches(ns) {
+	if !ok || i < 0 || !r.Options.watches(ns) {
 		return ctrlrt.Result{}, nil // not a record name of ours, or not a cluster of ours
 	}
 	var vc valkeyv1.ValkeyCluster
@@ -135,7 +135,7 @@ func (r *MeteringReconciler) create(ctx context.Context, req ctrlrt.Request) (ct
 }
 
 // release lets a deleted record go once it carries the release annotation.
-func (r *MeteringReconciler) release(ctx context.Context, rec *valkeyv1.ValkeyMeteringRecord) error {
+func (r *meteringReconciler) release(ctx context.Context, rec *valkeyv1.ValkeyMeteringRecord) error {
 	if !controllerutil.ContainsFinalizer(rec, valkeyv1.FinalizerMetering) {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (r *MeteringReconciler) release(ctx context.Context, rec *valkeyv1.ValkeyMe
 
 // meteredCluster is the record's cluster, or nil once it is gone (or
 // replaced by a later cluster of the same name).
-func (r *MeteringReconciler) meteredCluster(ctx context.Context, rec *valkeyv1.ValkeyMeteringRecord) (*valkeyv1.ValkeyCluster, error) {
+func (r *meteringReconciler) meteredCluster(ctx context.Context, rec *valkeyv1.ValkeyMeteringRecord) (*valkeyv1.ValkeyCluster, error) {
 	var vc valkeyv1.ValkeyCluster
 	switch err := r.Get(ctx, types.NamespacedName{Namespace: rec.Spec.ClusterNamespace, Name: rec.Spec.ClusterName}, &vc); {
 	case apierrors.IsNotFound(err):
@@ -170,7 +170,7 @@ func (r *MeteringReconciler) meteredCluster(ctx context.Context, rec *valkeyv1.V
 }
 
 // provisioned sums the figure of every node of the cluster.
-func (r *MeteringReconciler) provisioned(ctx context.Context, vc *valkeyv1.ValkeyCluster) (int64, int32, map[valkeyv1.MeteringSource]int32, error) {
+func (r *meteringReconciler) provisioned(ctx context.Context, vc *valkeyv1.ValkeyCluster) (int64, int32, map[valkeyv1.MeteringSource]int32, error) {
 	var nodes valkeyv1.ValkeyNodeList
 	if err := r.List(ctx, &nodes, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
 		return 0, 0, nil, fmt.Errorf("listing nodes of %s/%s: %w", vc.Namespace, vc.Name, err)
@@ -206,10 +206,10 @@ func setMeter(s *valkeyv1.ValkeyMeteringRecordStatus, m metering.Meter) {
 	}
 }
 
-// SetupMetering registers the metering controller: records are reconciled
+// setupMetering registers the metering controller: records are reconciled
 // on their own changes and on every change of their cluster.
-func SetupMetering(mgr ctrlrt.Manager, opts Options) error {
-	r := &MeteringReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
+func setupMetering(mgr ctrlrt.Manager, opts Options) error {
+	r := &meteringReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
 	byCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		vc, ok := o.(*valkeyv1.ValkeyCluster)
 		if !ok {

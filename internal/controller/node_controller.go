@@ -19,15 +19,15 @@ import (
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
-// NodeReconciler is a create-only executor: for a Joining ValkeyNode it
+// nodeReconciler is a create-only executor: for a Joining ValkeyNode it
 // creates the node's ConfigMap and, once, its Pod. It never updates a pod.
-type NodeReconciler struct {
+type nodeReconciler struct {
 	client.Client
 	Options  Options
 	Recorder events.EventRecorder
 }
 
-func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var node valkeyv1.ValkeyNode
 	if err := r.Get(ctx, req.NamespacedName, &node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -80,7 +80,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // finalize deletes the node's pod and ConfigMap. Owner references would let
 // the garbage collector do it too, but the pod should stop with its node
 // even where no collector runs.
-func (r *NodeReconciler) finalize(ctx context.Context, node *valkeyv1.ValkeyNode) error {
+func (r *nodeReconciler) finalize(ctx context.Context, node *valkeyv1.ValkeyNode) error {
 	if !controllerutil.ContainsFinalizer(node, valkeyv1.FinalizerNode) {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (r *NodeReconciler) finalize(ctx context.Context, node *valkeyv1.ValkeyNode
 }
 
 // SetupWithManager watches ValkeyNodes and the pods and ConfigMaps they own.
-func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *nodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyNode{}).
 		Owns(&corev1.Pod{}).

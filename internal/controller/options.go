@@ -80,8 +80,8 @@ func SplitNamespaces(s string) []string {
 	return parts
 }
 
-// Watches says whether the operator acts in namespace ns.
-func (o Options) Watches(ns string) bool {
+// watches says whether the operator acts in namespace ns.
+func (o Options) watches(ns string) bool {
 	return len(o.WatchNamespaces) == 0 || slices.Contains(o.WatchNamespaces, ns)
 }
 

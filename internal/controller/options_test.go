@@ -78,8 +78,8 @@ func TestWatches(t *testing.T) {
 		{some, "", false},
 	}
 	for _, tt := range tests {
-		if got := tt.opts.Watches(tt.ns); got != tt.want {
-			t.Errorf("watching %q, Watches(%q) = %v, want %v", tt.opts.WatchNamespaces, tt.ns, got, tt.want)
+		if got := tt.opts.watches(tt.ns); got != tt.want {
+			t.Errorf("watching %q, watches(%q) = %v, want %v", tt.opts.WatchNamespaces, tt.ns, got, tt.want)
 		}
 	}
 }

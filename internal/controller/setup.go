@@ -30,8 +30,6 @@ const indexTLSSecret = "spec.tls.secretRef"
 // Runtime adapts the operator to where pods run; the zero value is a real
 // Kubernetes cluster.
 type Runtime struct {
-	// Dialer opens connections to nodes; nil dials pod IPs directly.
-	Dialer DialFunc
 	// NodePath maps a path inside a pod to the path its node process sees;
 	// nil is the identity, as in a real pod.
 	NodePath NodePathFunc
@@ -45,7 +43,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // SetupWithRuntime is Setup for pods that do not run in a real pod sandbox,
 // such as the local runtime.
 func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
-	dialer := rt.Dialer
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -72,7 +69,6 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		APIReader: mgr.GetAPIReader(),
 		Options:   opts,
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
-		Dialer:    dialer,
 		secrets:   secrets,
 	}
 	allClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -131,20 +127,21 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return fmt.Errorf("setting up cluster controller: %w", err)
 	}
 
-	nr := &NodeReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
+	nr := &nodeReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
 	if err := nr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up node controller: %w", err)
 	}
-	if err := SetupTLSReload(mgr, opts, dialer, rt.NodePath); err != nil {
+	// Every runtime routes pod IPs, so the nodes are dialled directly (nil).
+	if err := SetupTLSReload(mgr, opts, nil, rt.NodePath); err != nil {
 		return err
 	}
-	if err := SetupACLReload(mgr, opts, dialer); err != nil {
+	if err := SetupACLReload(mgr, opts, nil); err != nil {
 		return err
 	}
-	if err := SetupAutoscaler(mgr, opts, dialer); err != nil {
+	if err := setupAutoscaler(mgr, opts, nil); err != nil {
 		return err
 	}
-	return SetupMetering(mgr, opts)
+	return setupMetering(mgr, opts)
 }
 
 func managedPods() predicate.Predicate {

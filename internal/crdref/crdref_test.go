@@ -221,7 +221,7 @@ func TestRender(t *testing.T) {
 			for i, s := range tc.in {
 				in[i] = []byte(s)
 			}
-			got, err := Render(in)
+			got, err := render(in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -241,7 +241,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestRenderLeavesOutStandardFields(t *testing.T) {
-	got, err := Render([][]byte{[]byte(widgetCRD)})
+	got, err := render([][]byte{[]byte(widgetCRD)})
 	if err != nil {
 		t.Fatal(err)
 	}

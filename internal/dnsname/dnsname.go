@@ -27,14 +27,14 @@ func Pod(pod, cluster, namespace, domain string) string {
 	return pod + "." + Service(cluster, namespace, domain)
 }
 
-// PodWildcard is the SAN that covers every Pod name of the cluster, so one
+// podWildcard is the SAN that covers every Pod name of the cluster, so one
 // certificate serves nodes that come and go.
-func PodWildcard(cluster, namespace, domain string) string {
+func podWildcard(cluster, namespace, domain string) string {
 	return "*." + Service(cluster, namespace, domain)
 }
 
 // SANs are the DNS names a cluster's certificate must carry: the Service
-// name, which clients dial, and PodWildcard.
+// name, which clients dial, and podWildcard.
 func SANs(cluster, namespace, domain string) []string {
-	return []string{Service(cluster, namespace, domain), PodWildcard(cluster, namespace, domain)}
+	return []string{Service(cluster, namespace, domain), podWildcard(cluster, namespace, domain)}
 }

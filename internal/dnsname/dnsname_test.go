@@ -24,8 +24,8 @@ func TestNames(t *testing.T) {
 			if got := Pod(tt.pod, tt.cluster, tt.ns, tt.domain); got != tt.podName {
 				t.Errorf("Pod = %q, want %q", got, tt.podName)
 			}
-			if got := PodWildcard(tt.cluster, tt.ns, tt.domain); got != tt.wildcard {
-				t.Errorf("PodWildcard = %q, want %q", got, tt.wildcard)
+			if got := podWildcard(tt.cluster, tt.ns, tt.domain); got != tt.wildcard {
+				t.Errorf("podWildcard = %q, want %q", got, tt.wildcard)
 			}
 			if got := SANs(tt.cluster, tt.ns, tt.domain); !slices.Equal(got, []string{tt.service, tt.wildcard}) {
 				t.Errorf("SANs = %q, want %q", got, []string{tt.service, tt.wildcard})

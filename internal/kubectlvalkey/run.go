@@ -30,19 +30,19 @@ type Env struct {
 	Getenv func(string) string
 }
 
-// UsageError is a command line that cannot run.
-type UsageError struct{ msg string }
+// usageError is a command line that cannot run.
+type usageError struct{ msg string }
 
-func (e *UsageError) Error() string { return e.msg }
+func (e *usageError) Error() string { return e.msg }
 
 func usageErrorf(format string, args ...any) error {
-	return &UsageError{msg: fmt.Sprintf(format, args...)}
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
 // ExitCode maps Run's error to the process exit status: 0 success, 1 a
 // failed check or command, 2 a bad command line.
 func ExitCode(err error) int {
-	var u *UsageError
+	var u *usageError
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return 0
@@ -142,7 +142,7 @@ func runStatus(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	return Status(ctx, conn.client, conn.namespace, name, env.Stdout)
+	return status(ctx, conn.client, conn.namespace, name, env.Stdout)
 }
 
 func runVerifyTLS(ctx context.Context, args []string, env Env) error {
@@ -155,12 +155,12 @@ func runVerifyTLS(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	v.Client, v.Namespace = conn.client, conn.namespace
-	return v.Verify(ctx)
+	return v.verify(ctx)
 }
 
 // parseVerifyTLS turns verify-tls's command line, and the environment,
-// into a Verifier that has yet to be given a client and namespace.
-func parseVerifyTLS(args []string, env Env) (*Verifier, commonFlags, error) {
+// into a verifier that has yet to be given a client and namespace.
+func parseVerifyTLS(args []string, env Env) (*verifier, commonFlags, error) {
 	var (
 		common       commonFlags
 		caFile       string
@@ -168,7 +168,7 @@ func parseVerifyTLS(args []string, env Env) (*Verifier, commonFlags, error) {
 		argvPassword string
 		timeout      time.Duration
 	)
-	v := &Verifier{Dialer: env.Dialer, Resolver: env.Resolver, Out: env.Stdout}
+	v := &verifier{Dialer: env.Dialer, Resolver: env.Resolver, Out: env.Stdout}
 	fs := newFlagSet("verify-tls", "verify-tls CLUSTER [flags]", env)
 	common.bind(fs)
 	fs.StringVar(&caFile, "ca", "", "PEM file of the CA to verify against (default: ca.crt of the cluster's TLS Secret).")

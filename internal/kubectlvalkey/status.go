@@ -17,8 +17,8 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// Status prints a cluster's status and its ValkeyNodes.
-func Status(ctx context.Context, c client.Reader, namespace, name string, w io.Writer) error {
+// status prints a cluster's status and its ValkeyNodes.
+func status(ctx context.Context, c client.Reader, namespace, name string, w io.Writer) error {
 	var vc valkeyv1.ValkeyCluster
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	if err := c.Get(ctx, key, &vc); err != nil {

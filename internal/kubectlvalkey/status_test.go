@@ -199,13 +199,13 @@ func TestStatusReadsOnlyTheClustersNodes(t *testing.T) {
 	c := fakeClient(t, vc, mine, theirs)
 
 	var out strings.Builder
-	if err := Status(context.Background(), c, testNS, testCluster, &out); err != nil {
+	if err := status(context.Background(), c, testNS, testCluster, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "cache-1a2b3") || strings.Contains(out.String(), "other-9f8e7") {
 		t.Errorf("nodes listed wrongly:\n%s", out.String())
 	}
-	if err := Status(context.Background(), c, testNS, "missing", &out); err == nil || !strings.Contains(err.Error(), "not found") {
+	if err := status(context.Background(), c, testNS, "missing", &out); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("missing cluster: err = %v", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // handshake dials addr and completes a TLS handshake with cfg.
-func (v *Verifier) handshake(ctx context.Context, addr string, cfg *tls.Config) (*tls.Conn, error) {
+func (v *verifier) handshake(ctx context.Context, addr string, cfg *tls.Config) (*tls.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.timeout())
 	defer cancel()
 	raw, err := v.dialer()(ctx, "tcp", addr)
@@ -43,7 +43,7 @@ func clusterTLS(caPEM []byte, serverName string) (*tls.Config, error) {
 }
 
 // tlsPing is valkey-cli --tls --cacert ca.crt PING against the Service.
-func (v *Verifier) tlsPing(ctx context.Context, s *subject) outcome {
+func (v *verifier) tlsPing(ctx context.Context, s *subject) outcome {
 	cfg, err := clusterTLS(s.caPEM, s.service)
 	if err != nil {
 		return outcome{Err: err}
@@ -83,7 +83,7 @@ func (v *Verifier) tlsPing(ctx context.Context, s *subject) outcome {
 }
 
 // plaintextRefused is the same PING without TLS: it must not get an answer.
-func (v *Verifier) plaintextRefused(ctx context.Context, s *subject) outcome {
+func (v *verifier) plaintextRefused(ctx context.Context, s *subject) outcome {
 	dctx, cancel := context.WithTimeout(ctx, v.timeout())
 	defer cancel()
 	conn, err := v.dialer()(dctx, "tcp", s.address)
@@ -116,13 +116,13 @@ func (v *Verifier) plaintextRefused(ctx context.Context, s *subject) outcome {
 
 // systemRootsRejected is the TLS PING without --cacert: a client trusting
 // only the system roots must refuse the certificate.
-func (v *Verifier) systemRootsRejected(ctx context.Context, s *subject) outcome {
+func (v *verifier) systemRootsRejected(ctx context.Context, s *subject) outcome {
 	cfg := &tls.Config{ServerName: s.service, RootCAs: v.SystemRoots, MinVersion: tls.VersionTLS12}
 	return v.mustReject(ctx, s, cfg, "the system trust store")
 }
 
 // otherCARejected is the TLS PING with a CA that never signed anything.
-func (v *Verifier) otherCARejected(ctx context.Context, s *subject) outcome {
+func (v *verifier) otherCARejected(ctx context.Context, s *subject) outcome {
 	pool, err := throwawayCA()
 	if err != nil {
 		return outcome{Err: err}
@@ -133,7 +133,7 @@ func (v *Verifier) otherCARejected(ctx context.Context, s *subject) outcome {
 
 // mustReject passes only when the handshake fails on certificate
 // verification; any other failure proves nothing about verification.
-func (v *Verifier) mustReject(ctx context.Context, s *subject, cfg *tls.Config, trusting string) outcome {
+func (v *verifier) mustReject(ctx context.Context, s *subject, cfg *tls.Config, trusting string) outcome {
 	conn, err := v.handshake(ctx, s.address, cfg)
 	if err == nil {
 		conn.Close()
@@ -147,7 +147,7 @@ func (v *Verifier) mustReject(ctx context.Context, s *subject, cfg *tls.Config, 
 }
 
 // nodeChecks check each pod's served certificate by its own name.
-func (v *Verifier) nodeChecks(s *subject) []check {
+func (v *verifier) nodeChecks(s *subject) []check {
 	if v.Address != "" {
 		return []check{{CheckNodes, func(context.Context) outcome {
 			return outcome{Detail: "skipped: with --address only the forwarded node is reachable; run from inside the cluster or a routable network to check every node"}
@@ -168,7 +168,7 @@ func (v *Verifier) nodeChecks(s *subject) []check {
 
 // node verifies what one pod serves against the CA with the pod's own
 // name, and compares it with the Secret's tls.crt.
-func (v *Verifier) node(ctx context.Context, s *subject, pod *corev1.Pod) outcome {
+func (v *verifier) node(ctx context.Context, s *subject, pod *corev1.Pod) outcome {
 	if pod.Status.PodIP == "" {
 		return outcome{Err: fmt.Errorf("pod has no IP (phase %s)", pod.Status.Phase)}
 	}
@@ -208,7 +208,7 @@ func (v *Verifier) node(ctx context.Context, s *subject, pod *corev1.Pod) outcom
 
 // unverifiedLeaf is the leaf addr serves, read without verification; nil
 // when even that handshake fails.
-func (v *Verifier) unverifiedLeaf(ctx context.Context, addr, serverName string) *x509.Certificate {
+func (v *verifier) unverifiedLeaf(ctx context.Context, addr, serverName string) *x509.Certificate {
 	conn, err := v.handshake(ctx, addr, &tls.Config{ServerName: serverName, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // only described, never trusted
 	if err != nil {
 		return nil

@@ -38,9 +38,9 @@ const (
 	CheckNodePrefix          = "node/"
 )
 
-// Verifier proves a TLS cluster's setup from a client's side, as the TLS
+// verifier proves a TLS cluster's setup from a client's side, as the TLS
 // guide's "Verifying TLS end to end" does by hand.
-type Verifier struct {
+type verifier struct {
 	Client    client.Reader
 	Namespace string
 	Cluster   string
@@ -73,10 +73,10 @@ type subject struct {
 	pods       []corev1.Pod
 }
 
-// Verify runs every check, printing a line for each, and returns a
+// verify runs every check, printing a line for each, and returns a
 // *CheckError naming the first failure. Other errors mean the checks could
 // not start.
-func (v *Verifier) Verify(ctx context.Context) error {
+func (v *verifier) verify(ctx context.Context) error {
 	if v.Out == nil {
 		v.Out = io.Discard
 	}
@@ -99,7 +99,7 @@ func (v *Verifier) Verify(ctx context.Context) error {
 }
 
 // load reads the cluster, its Secret and its pods, and picks the address.
-func (v *Verifier) load(ctx context.Context) (*subject, error) {
+func (v *verifier) load(ctx context.Context) (*subject, error) {
 	var vc valkeyv1.ValkeyCluster
 	key := client.ObjectKey{Namespace: v.Namespace, Name: v.Cluster}
 	if err := v.Client.Get(ctx, key, &vc); err != nil {
@@ -154,7 +154,7 @@ func (v *Verifier) load(ctx context.Context) (*subject, error) {
 // pickAddress decides where the Service checks dial: --address; else the
 // Service name as cluster DNS answers it (inside the cluster); else a pod IP,
 // which a routable pod network reaches without cluster DNS.
-func (v *Verifier) pickAddress(ctx context.Context, s *subject) (string, error) {
+func (v *verifier) pickAddress(ctx context.Context, s *subject) (string, error) {
 	port := strconv.Itoa(int(render.PortValkey))
 	if v.Address != "" {
 		if _, _, err := net.SplitHostPort(v.Address); err != nil {
@@ -179,21 +179,21 @@ func (v *Verifier) pickAddress(ctx context.Context, s *subject) (string, error) 
 	return "", fmt.Errorf("cannot reach Service %s: it does not resolve here (%v) and no pod of the cluster has an IP", s.service, rerr)
 }
 
-func (v *Verifier) domain() string {
+func (v *verifier) domain() string {
 	if v.ClusterDomain == "" {
 		return defaultClusterDomain
 	}
 	return v.ClusterDomain
 }
 
-func (v *Verifier) timeout() time.Duration {
+func (v *verifier) timeout() time.Duration {
 	if v.Timeout > 0 {
 		return v.Timeout
 	}
 	return defaultTimeout
 }
 
-func (v *Verifier) dialer() DialFunc {
+func (v *verifier) dialer() DialFunc {
 	if v.Dialer != nil {
 		return v.Dialer
 	}
@@ -201,7 +201,7 @@ func (v *Verifier) dialer() DialFunc {
 	return d.DialContext
 }
 
-func (v *Verifier) resolver() ResolveFunc {
+func (v *verifier) resolver() ResolveFunc {
 	if v.Resolver != nil {
 		return v.Resolver
 	}

@@ -39,7 +39,7 @@ func TestVerify(t *testing.T) {
 		setup setup
 		// tweak adjusts the verifier; addrs has "a", "b" and "plain" (a
 		// plaintext server answering +PONG).
-		tweak     func(v *Verifier, addrs map[string]string)
+		tweak     func(v *verifier, addrs map[string]string)
 		wantFirst string // "" for success
 		wantErr   string // a non-check error
 		wantOut   []string
@@ -60,7 +60,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:      "wrong CA given with --ca",
-			tweak:     func(v *Verifier, _ map[string]string) { v.CA = other.CertPEM },
+			tweak:     func(v *verifier, _ map[string]string) { v.CA = other.CertPEM },
 			wantFirst: CheckTLSPing,
 			wantOut: []string{
 				"FAIL tls-ping: TLS handshake with 10.0.0.1:6379 as \"" + testService + "\"",
@@ -71,7 +71,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:      "address of a plaintext server",
-			tweak:     func(v *Verifier, addrs map[string]string) { v.Address = addrs["plain"] },
+			tweak:     func(v *verifier, addrs map[string]string) { v.Address = addrs["plain"] },
 			wantFirst: CheckTLSPing,
 			wantOut: []string{
 				"FAIL tls-ping:",
@@ -88,7 +88,7 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:      "a client without --cacert trusts the CA",
-			tweak:     func(v *Verifier, _ map[string]string) { v.SystemRoots = trustingCA },
+			tweak:     func(v *verifier, _ map[string]string) { v.SystemRoots = trustingCA },
 			wantFirst: CheckSystemRootsRejected,
 			wantOut:   []string{"FAIL system-roots-rejected: a client trusting only the system trust store accepted the certificate"},
 		},
@@ -101,14 +101,14 @@ func TestVerify(t *testing.T) {
 		{
 			name:      "wrong password",
 			setup:     setup{password: "s3cret"},
-			tweak:     func(v *Verifier, _ map[string]string) { v.User, v.Password = "alice", "wrong" },
+			tweak:     func(v *verifier, _ map[string]string) { v.User, v.Password = "alice", "wrong" },
 			wantFirst: CheckTLSPing,
 			wantOut:   []string{`FAIL tls-ping: ACL problem, not TLS: the handshake verified, then AUTH was refused with "-WRONGPASS`},
 		},
 		{
 			name:    "right password",
 			setup:   setup{password: "s3cret"},
-			tweak:   func(v *Verifier, _ map[string]string) { v.User, v.Password = "alice", "s3cret" },
+			tweak:   func(v *verifier, _ map[string]string) { v.User, v.Password = "alice", "s3cret" },
 			wantOut: []string{"ok   tls-ping: PONG", "all 6 checks passed"},
 		},
 		{
@@ -172,7 +172,7 @@ func TestVerify(t *testing.T) {
 				dns = nil
 			}
 			var out strings.Builder
-			v := &Verifier{
+			v := &verifier{
 				Client:    fakeClient(t, objs...),
 				Namespace: testNS,
 				Cluster:   testCluster,
@@ -184,7 +184,7 @@ func TestVerify(t *testing.T) {
 			if tc.tweak != nil {
 				tc.tweak(v, map[string]string{"a": a.addr(), "b": b.addr(), "plain": plain.addr()})
 			}
-			err := v.Verify(context.Background())
+			err := v.verify(context.Background())
 
 			var ce *CheckError
 			switch {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/gomomento/valkey-operator/internal/localkube/procscan"
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
@@ -352,7 +353,7 @@ func (cp *ControlPlane) StopAPIServer() error {
 	}
 	// The process is started by envtest, which keeps it to itself; its
 	// command line names this control plane's certificate directory.
-	procs, err := LeakedProcesses(filepath.Join(cp.dir, "apiserver") + string(filepath.Separator))
+	procs, err := procscan.Under(filepath.Join(cp.dir, "apiserver") + string(filepath.Separator))
 	if err != nil {
 		return err
 	}

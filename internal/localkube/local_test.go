@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gomomento/valkey-operator/internal/localkube/localkubetest"
 )
 
 type syncBuffer struct {
@@ -143,5 +145,5 @@ func TestRunLocal(t *testing.T) {
 	if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
 		t.Errorf("kubeconfig left behind: %v", err)
 	}
-	AssertNoLeakedProcesses(t, dir)
+	localkubetest.AssertNoLeakedProcesses(t, dir)
 }

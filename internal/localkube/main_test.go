@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/gomomento/valkey-operator/internal/localkube/procscan"
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
@@ -80,7 +81,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "stopping runtime:", err)
 		code = 1
 	}
-	if leaked, err := LeakedProcesses(base); err != nil || len(leaked) > 0 {
+	if leaked, err := procscan.Under(base); err != nil || len(leaked) > 0 {
 		fmt.Fprintf(os.Stderr, "processes leaked after Stop: %v %v\n", leaked, err)
 		code = 1
 	}

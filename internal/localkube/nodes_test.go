@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gomomento/valkey-operator/internal/localkube/localkubetest"
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
 
@@ -120,7 +121,7 @@ func TestSchedulerSpreadsAcrossZones(t *testing.T) {
 	for _, n := range names {
 		waitGone(t, ns, n)
 	}
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func TestNamespaceDeletionRemovesPods(t *testing.T) {
@@ -141,7 +142,7 @@ func TestNamespaceDeletionRemovesPods(t *testing.T) {
 	if processAlive(pid) {
 		t.Errorf("process %d outlived its namespace", pid)
 	}
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func TestValkey9Image(t *testing.T) {
@@ -176,7 +177,7 @@ func TestValkey9Image(t *testing.T) {
 	}
 	deletePod(t, ns, "nine")
 	waitGone(t, ns, "nine")
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 // A node cut off from the apiserver (PauseNodeHeartbeat) holds its pods as

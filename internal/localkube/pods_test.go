@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/gomomento/valkey-operator/internal/localkube/localkubetest"
 )
 
 func TestValkeyPodsGetOwnAddressesAndServe(t *testing.T) {
@@ -75,7 +77,7 @@ func TestValkeyPodsGetOwnAddressesAndServe(t *testing.T) {
 	for _, n := range names {
 		waitGone(t, ns, n)
 	}
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func TestDeletionKillsProcessAndRemovesObject(t *testing.T) {
@@ -119,7 +121,7 @@ func TestDeletionKillsProcessAndRemovesObject(t *testing.T) {
 	if processAlive(spid) {
 		t.Errorf("process %d survived SIGKILL", spid)
 	}
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
@@ -164,7 +166,7 @@ func TestContainerEndsPerRestartPolicy(t *testing.T) {
 		deletePod(t, ns, n)
 		waitGone(t, ns, n)
 	}
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func TestProbes(t *testing.T) {
@@ -254,7 +256,7 @@ func TestProbes(t *testing.T) {
 	for _, n := range names {
 		waitGone(t, ns, n)
 	}
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func TestStartStop50Pods(t *testing.T) {
@@ -264,7 +266,7 @@ func TestStartStop50Pods(t *testing.T) {
 	ns := newNamespace(t)
 	up, down := startStopPods(t, ns, 50)
 	t.Logf("50 pods: all Ready after %s, all gone after %s more", up.Round(time.Millisecond), down.Round(time.Millisecond))
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func BenchmarkStartStop50Pods(b *testing.B) {
@@ -274,7 +276,7 @@ func BenchmarkStartStop50Pods(b *testing.B) {
 		u, d := startStopPods(b, ns, 50)
 		up += u
 		down += d
-		AssertNoLeakedProcesses(b, testRT.PodDirPrefix(ns))
+		localkubetest.AssertNoLeakedProcesses(b, testRT.PodDirPrefix(ns))
 	}
 	b.ReportMetric(up.Seconds()/float64(b.N), "s-to-ready/op")
 	b.ReportMetric(down.Seconds()/float64(b.N), "s-to-gone/op")
@@ -356,5 +358,5 @@ func TestPreStopSleepHoldsSIGTERM(t *testing.T) {
 	if at := time.Unix(0, ns64); at.Sub(deleted) < hold {
 		t.Errorf("SIGTERM %s after the deletion, inside the %s preStop hold", at.Sub(deleted), hold)
 	}
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }

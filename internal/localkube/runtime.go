@@ -323,7 +323,7 @@ func (r *Runtime) BaseDir() string { return r.opts.BaseDir }
 func (r *Runtime) ClusterDomain() string { return r.opts.ClusterDomain }
 
 // PodDirPrefix is the path prefix of the directories of every pod in
-// namespace, for AssertNoLeakedProcesses.
+// namespace, for localkubetest.AssertNoLeakedProcesses.
 func (r *Runtime) PodDirPrefix(namespace string) string {
 	return filepath.Join(r.opts.BaseDir, "pods", namespace+"_")
 }

@@ -21,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gomomento/valkey-operator/internal/localkube/localkubetest"
 )
 
 // testCA issues a CA and a server certificate for dnsNames.
@@ -201,7 +203,7 @@ func TestTLSPodThroughResolver(t *testing.T) {
 		_, err := testRT.LookupHost(fqdn)
 		return err != nil, "name of a deleted pod still resolves"
 	})
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 // testEtcHosts runs the seed's valkey-cli command verbatim against the real

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gomomento/valkey-operator/internal/localkube/localkubetest"
 )
 
 func TestSecretUpdateIsAtomicAndDelayed(t *testing.T) {
@@ -116,7 +118,7 @@ func TestSecretUpdateIsAtomicAndDelayed(t *testing.T) {
 	}
 	deletePod(t, ns, "reader")
 	waitGone(t, ns, "reader")
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func TestVolumeKinds(t *testing.T) {
@@ -237,7 +239,7 @@ func TestVolumeKinds(t *testing.T) {
 	})
 	deletePod(t, ns, "vols")
 	waitGone(t, ns, "vols")
-	AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
+	localkubetest.AssertNoLeakedProcesses(t, testRT.PodDirPrefix(ns))
 }
 
 func TestMissingSecretKeepsPodPending(t *testing.T) {

@@ -2,20 +2,15 @@ package localkube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 )
 
 const (
@@ -246,170 +241,6 @@ func (w *podWorker) nextWake() time.Duration {
 	return d
 }
 
-// step moves the pod one notch towards what its object asks for and reports
-// whether the worker is done.
-func (w *podWorker) step(ctx context.Context) bool {
-	pod, gone := w.snapshot()
-	if w.r.nodePaused(pod.Spec.NodeName) {
-		// A silent node's kubelet hears nothing from the apiserver and
-		// tells it nothing: its processes run on as they are, and a
-		// deletion waits until it is heard from again.
-		return false
-	}
-	w.mu.Lock()
-	if w.resynced {
-		w.resynced, w.lastPatch, w.conds = false, nil, nil
-	}
-	w.mu.Unlock()
-	now := time.Now()
-	if !w.retryAt.IsZero() && !now.Before(w.retryAt) {
-		w.retryAt = time.Time{}
-	}
-	if gone || pod.DeletionTimestamp != nil {
-		return w.terminate(ctx, pod, gone)
-	}
-	if w.terminal {
-		return false
-	}
-	if !w.setUp {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			// Finished under an earlier runtime: nothing to run, only
-			// the deletion to carry out.
-			w.terminal = true
-			return false
-		}
-		if err := w.setup(); err != nil {
-			w.r.log.Error(err, "pod setup failed", "pod", w.ns+"/"+w.name)
-			w.retryAt = now.Add(retryDelay)
-			return false
-		}
-	}
-	if !w.mounted {
-		if !w.retryAt.IsZero() {
-			return false
-		}
-		if err := w.mountAll(ctx, pod); err != nil {
-			w.mountErr = err
-			w.retryAt = now.Add(retryDelay)
-			w.writeStatus(ctx, pod)
-			return false
-		}
-		w.mountErr = nil
-		w.mounted = true
-	} else {
-		w.refreshVolumes(ctx, pod, now)
-	}
-
-	initDone := true
-	failedInit := false
-	for _, c := range w.ctrs {
-		if !c.init {
-			continue
-		}
-		if c.term != nil && c.term.ExitCode == 0 {
-			continue
-		}
-		initDone = false
-		if c.term != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			failedInit = true
-			break
-		}
-		w.maybeStart(ctx, pod, c, now, true)
-		break
-	}
-	if initDone && !failedInit {
-		for _, c := range w.ctrs {
-			if !c.init {
-				w.maybeStart(ctx, pod, c, now, false)
-			}
-		}
-	}
-	w.phase = w.computePhase(pod, failedInit, false)
-	w.writeStatus(ctx, pod)
-	if w.phase == corev1.PodSucceeded || w.phase == corev1.PodFailed {
-		w.terminal = true
-		for _, c := range w.ctrs {
-			c.stopProbes()
-		}
-	}
-	return false
-}
-
-// terminate carries out a deletion: SIGTERM, SIGKILL after the grace period,
-// final status, then removal of the object with grace 0.
-func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, gone bool) bool {
-	if !w.terminating {
-		w.terminating = true
-		grace := goneGrace
-		if !gone {
-			grace = 30 * time.Second
-			if pod.DeletionGracePeriodSeconds != nil {
-				grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-			} else if pod.Spec.TerminationGracePeriodSeconds != nil {
-				grace = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
-			}
-		}
-		w.mu.Lock()
-		for _, c := range w.ctrs {
-			c.stopProbes()
-			if c.proc != nil {
-				hold := time.Duration(0)
-				if !gone {
-					hold = preStopHold(c.spec)
-				}
-				go c.proc.stopAfter(hold, grace)
-			}
-		}
-		w.mu.Unlock()
-	}
-	for _, c := range w.ctrs {
-		if c.proc != nil {
-			return false // exit events are on their way
-		}
-	}
-	if gone {
-		return true
-	}
-	if !w.retryAt.IsZero() {
-		return false
-	}
-	if w.setUp {
-		w.phase = w.computePhase(pod, false, true)
-		w.writeStatus(ctx, pod)
-	}
-	err := w.r.cs.CoreV1().Pods(w.ns).Delete(ctx, w.name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptr.To[int64](0),
-		Preconditions:      &metav1.Preconditions{UID: ptr.To(w.uid)},
-	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		if ctx.Err() == nil {
-			w.r.log.Error(err, "deleting pod", "pod", w.ns+"/"+w.name)
-		}
-		w.retryAt = time.Now().Add(retryDelay)
-		return false
-	}
-	return true
-}
-
-// setup gives the pod its address and directories.
-func (w *podWorker) setup() error {
-	if !w.hasAddr {
-		a, err := w.r.addresses.allocate()
-		if err != nil {
-			return err
-		}
-		w.addr, w.hasAddr = a, true
-	}
-	for _, d := range []string{"volumes", "logs", "bin"} {
-		if err := os.MkdirAll(filepath.Join(w.dir, d), 0o755); err != nil {
-			return err
-		}
-	}
-	w.startTime = time.Now()
-	w.setUp = true
-	return nil
-}
-
 func (w *podWorker) handle(ev event) {
 	c := ev.c
 	if ev.gen != c.gen {
@@ -465,77 +296,4 @@ func (w *podWorker) handle(ev event) {
 			}
 		}
 	}
-}
-
-// kill is KillContainer: SIGKILL in place.
-func (w *podWorker) kill(name string) error { return w.signal(name, syscall.SIGKILL) }
-
-// signal sends sig to a container's process, for stalls (SIGSTOP, SIGCONT)
-// and crashes (SIGKILL) that a test provokes.
-func (w *podWorker) signal(name string, sig syscall.Signal) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range w.ctrs {
-		if c.spec.Name != name {
-			continue
-		}
-		if c.proc == nil {
-			return fmt.Errorf("container %s of pod %s/%s is not running", name, w.ns, w.name)
-		}
-		c.proc.signal(sig)
-		return nil
-	}
-	return fmt.Errorf("pod %s/%s has no container %s", w.ns, w.name, name)
-}
-
-// killAll is the runtime shutting down: no grace, no API calls.
-func (w *podWorker) killAll() {
-	w.mu.Lock()
-	var procs []*process
-	for _, c := range w.ctrs {
-		c.stopProbes()
-		if c.proc != nil {
-			procs = append(procs, c.proc)
-		}
-	}
-	w.mu.Unlock()
-	for _, p := range procs {
-		p.stop(0)
-	}
-}
-
-func (w *podWorker) cleanup() {
-	w.killAll()
-	if w.hasAddr {
-		w.r.addresses.release(w.addr)
-	}
-	if err := os.RemoveAll(w.dir); err != nil {
-		w.r.log.Error(err, "removing pod dir", "dir", w.dir)
-	}
-}
-
-func (w *podWorker) hostPath(containerPath string) (string, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !filepath.IsAbs(containerPath) {
-		return "", fmt.Errorf("container path %q is not absolute", containerPath)
-	}
-	if p, ok := w.paths.resolve(containerPath); ok {
-		return p, nil
-	}
-	return "", fmt.Errorf("%s is not under a volume mount of pod %s/%s", containerPath, w.ns, w.name)
-}
-
-func (w *podWorker) logPath(container string) (string, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range w.ctrs {
-		if c.spec.Name == container {
-			if c.logFile == "" {
-				return "", errors.New("container has not started")
-			}
-			return c.logFile, nil
-		}
-	}
-	return "", fmt.Errorf("pod %s/%s has no container %s", w.ns, w.name, container)
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// FloorBytes is the least a node is billed at: 100 MB (10^8 bytes).
-const FloorBytes int64 = 100 * 1000 * 1000
+// floorBytes is the least a node is billed at: 100 MB (10^8 bytes).
+const floorBytes int64 = 100 * 1000 * 1000
 
 // Node is what the meter needs of one node.
 type Node struct {
@@ -55,8 +55,8 @@ func Figure(n Node) (int64, valkeyv1.MeteringSource) {
 	case n.PeakUsedBytes > 0:
 		bytes, source = n.PeakUsedBytes, valkeyv1.MeteringSourceObserved
 	}
-	if bytes < FloorBytes {
-		return FloorBytes, valkeyv1.MeteringSourceFloor
+	if bytes < floorBytes {
+		return floorBytes, valkeyv1.MeteringSourceFloor
 	}
 	return bytes, source
 }

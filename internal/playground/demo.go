@@ -118,7 +118,7 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "applied config/samples: ValkeyImage valkey-8, ValkeyConfig standard, ValkeyCluster %s/%s\n", Namespace, Cluster)
-	if err := WaitActive(ctx, c, func(state, message string) {
+	if err := waitActive(ctx, c, func(state, message string) {
 		if message != "" {
 			state += ": " + message
 		}

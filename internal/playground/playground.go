@@ -28,11 +28,11 @@ import (
 const (
 	Namespace  = "my-app"
 	Cluster    = "my-cluster"
-	SecretName = "my-cluster-tls"
+	secretName = "my-cluster-tls"
 )
 
-// SampleFiles are applied in this order from the samples directory.
-var SampleFiles = []string{"valkeyimage.yaml", "valkeyconfig.yaml", "valkeycluster.yaml"}
+// sampleFiles are applied in this order from the samples directory.
+var sampleFiles = []string{"valkeyimage.yaml", "valkeyconfig.yaml", "valkeycluster.yaml"}
 
 // Sample is what a newcomer needs to reach the installed cluster.
 type Sample struct {
@@ -50,7 +50,7 @@ func (s *Sample) Command() string {
 // Install issues the cluster's certificate into its Secret (as cert-manager
 // would), writes the CA to outDir/ca.crt and applies the sample manifests.
 func Install(ctx context.Context, c client.Client, samplesDir, outDir, clusterDomain string) (*Sample, error) {
-	for i, f := range SampleFiles {
+	for i, f := range sampleFiles {
 		if err := applyFile(ctx, c, filepath.Join(samplesDir, f)); err != nil {
 			return nil, err
 		}
@@ -77,7 +77,7 @@ func installSecret(ctx context.Context, c client.Client, outDir, domain string) 
 		return err
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: SecretName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: secretName},
 		Type:       corev1.SecretTypeTLS,
 		Data: map[string][]byte{
 			corev1.TLSCertKey:       certs.certPEM,
@@ -86,7 +86,7 @@ func installSecret(ctx context.Context, c client.Client, outDir, domain string) 
 		},
 	}
 	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating Secret %s: %w", SecretName, err)
+		return fmt.Errorf("creating Secret %s: %w", secretName, err)
 	}
 	if apierrors.IsAlreadyExists(err) {
 		var existing corev1.Secret
@@ -133,9 +133,9 @@ func applyFile(ctx context.Context, c client.Client, path string) error {
 	}
 }
 
-// WaitActive polls the sample cluster until it is Active, reporting each
+// waitActive polls the sample cluster until it is Active, reporting each
 // change of its state to progress.
-func WaitActive(ctx context.Context, c client.Client, progress func(state, message string)) error {
+func waitActive(ctx context.Context, c client.Client, progress func(state, message string)) error {
 	key := client.ObjectKey{Namespace: Namespace, Name: Cluster}
 	last := ""
 	tick := time.NewTicker(500 * time.Millisecond)

@@ -56,11 +56,11 @@ var Scopes = map[schema.GroupResource]Scope{
 	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}: Cluster,
 }
 
-// Split is the rules of a namespace-scoped install: those of the cluster,
+// split is the rules of a namespace-scoped install: those of the cluster,
 // of each watched namespace and of the operator's namespace. A rule naming
 // resources of different scopes is cut into one rule per scope; a
 // subresource goes where its resource does.
-func Split(rules []rbacv1.PolicyRule, scopes map[schema.GroupResource]Scope) (cluster, watched, operator []rbacv1.PolicyRule, err error) {
+func split(rules []rbacv1.PolicyRule, scopes map[schema.GroupResource]Scope) (cluster, watched, operator []rbacv1.PolicyRule, err error) {
 	for _, r := range rules {
 		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
 			return nil, nil, nil, fmt.Errorf("rule %+v: only resource rules without names can be split", r)
@@ -123,7 +123,7 @@ func Files(roleYAML []byte) (map[string][]byte, error) {
 	if err := yaml.UnmarshalStrict([]byte(strings.TrimPrefix(string(roleYAML), "---\n")), &role); err != nil {
 		return nil, fmt.Errorf("reading the generated ClusterRole: %w", err)
 	}
-	cluster, watched, operator, err := Split(role.Rules, Scopes)
+	cluster, watched, operator, err := split(role.Rules, Scopes)
 	if err != nil {
 		return nil, err
 	}

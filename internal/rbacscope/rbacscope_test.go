@@ -82,7 +82,7 @@ func TestSplit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cluster, watched, operator, err := Split(tt.rules, scopes)
+			cluster, watched, operator, err := split(tt.rules, scopes)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want one containing %q", err, tt.err)
@@ -126,7 +126,7 @@ func TestSplitKeepsEveryGrant(t *testing.T) {
 	if err := yaml.Unmarshal(repoFile(t, "config/rbac/role.yaml"), &role); err != nil {
 		t.Fatal(err)
 	}
-	cluster, watched, operator, err := Split(role.Rules, Scopes)
+	cluster, watched, operator, err := split(role.Rules, Scopes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,8 @@ func (c Cluster) exporterImage() string {
 	return c.ExporterImage
 }
 
-// TLS says whether the cluster's nodes are TLS-only.
-func (c Cluster) TLS() bool { return c.Cluster.Spec.TLS != nil }
+// tls says whether the cluster's nodes are tls-only.
+func (c Cluster) tls() bool { return c.Cluster.Spec.TLS != nil }
 
 func domainOrDefault(domain string) string {
 	if domain == "" {

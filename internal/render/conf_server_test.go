@@ -56,11 +56,11 @@ func TestValkeyConfStartsValkey(t *testing.T) {
 				root := t.TempDir()
 				at := func(p string) string { return filepath.Join(root, p) }
 				conf := strings.NewReplacer("/etc/valkey/", root+"/etc/valkey/", "/var/lib/valkey", root+"/var/lib/valkey").
-					Replace(cm.Data[KeyValkeyConf])
+					Replace(cm.Data[keyValkeyConf])
 				files := map[string]string{
-					ConfigFile:      conf,
-					ACLFilePath:     acl,
-					PrimaryAuthFile: PrimaryAuthConf(testPasswords.Replication),
+					configFile:      conf,
+					aclFilePath:     acl,
+					primaryAuthFile: PrimaryAuthConf(testPasswords.Replication),
 				}
 				if withTLS {
 					files[TLSCertFile] = string(leaf.CertPEM)
@@ -73,13 +73,13 @@ func TestValkeyConfStartsValkey(t *testing.T) {
 					}
 					writeFile(t, at(p), content)
 				}
-				if err := os.MkdirAll(at(DataDir), 0o700); err != nil {
+				if err := os.MkdirAll(at(dataDir), 0o700); err != nil {
 					t.Fatal(err)
 				}
 
 				// The container's flags with the pod IP, then the test's ports.
 				port, busPort := freePort(t), freePort(t)
-				args := []string{at(ConfigFile),
+				args := []string{at(configFile),
 					"--bind", "127.0.0.1",
 					"--cluster-announce-ip", "127.0.0.1",
 					"--replica-announce-ip", "127.0.0.1",

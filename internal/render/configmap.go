@@ -18,13 +18,13 @@ func (c Cluster) NodeConfigMap(node *v1alpha1.ValkeyNode) (*corev1.ConfigMap, er
 	if err != nil {
 		return nil, err
 	}
-	conf, err := ValkeyConf(settings)
+	conf, err := valkeyConf(settings)
 	if err != nil {
 		return nil, fmt.Errorf("render valkey.conf of node %s/%s: %w", node.Namespace, node.Name, err)
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: nodeMeta(NodeConfigMapName(node.Name), node),
-		Data:       map[string]string{KeyValkeyConf: conf},
+		Data:       map[string]string{keyValkeyConf: conf},
 	}, nil
 }
 
@@ -34,7 +34,7 @@ func (c Cluster) NodeConfigMap(node *v1alpha1.ValkeyNode) (*corev1.ConfigMap, er
 // TLS mode.
 func (c Cluster) nodeSettings(node *v1alpha1.ValkeyNode) (map[string]string, error) {
 	tls := node.Spec.TLSSecret != ""
-	settings, err := Settings(node.Spec.ValkeySettings, tls)
+	settings, err := settings(node.Spec.ValkeySettings, tls)
 	if err != nil {
 		return nil, fmt.Errorf("settings of node %s/%s: %w", node.Namespace, node.Name, err)
 	}

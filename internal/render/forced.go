@@ -20,11 +20,11 @@ type setting struct{ key, value string }
 var forcedAlways = []setting{
 	{"cluster-enabled", "yes"},
 	{"cluster-node-timeout", "5000"},
-	{"cluster-config-file", NodesConfFile},
-	{"dir", DataDir},
+	{"cluster-config-file", nodesConfFile},
+	{"dir", dataDir},
 	{"port", strconv.Itoa(int(PortValkey))},
 	{"protected-mode", "no"},
-	{"aclfile", ACLFilePath},
+	{"aclfile", aclFilePath},
 	{"primaryuser", ReplicationUser},
 	// Data lives on an emptyDir and is gone with the pod, so a snapshot
 	// saves nothing, while its fork can double the memory of a node near
@@ -61,11 +61,11 @@ var forcedTLS = []setting{
 // keyAnnounceHostname is forced per node in TLS mode.
 const keyAnnounceHostname = "cluster-announce-hostname"
 
-// Settings applies the cluster-wide forced settings over the merged user
+// settings applies the cluster-wide forced settings over the merged user
 // map and returns a new map, the value recorded in ValkeyNode.spec.valkeySettings.
 // Valkey directive names are case-insensitive, so a user key differing from
 // a forced one only in case is dropped rather than left to compete with it.
-func Settings(user map[string]string, tls bool) (map[string]string, error) {
+func settings(user map[string]string, tls bool) (map[string]string, error) {
 	if err := validateSettings(user); err != nil {
 		return nil, err
 	}

@@ -36,10 +36,10 @@ func ClusterSelector(cluster string) map[string]string {
 	return map[string]string{v1alpha1.LabelInstance: cluster}
 }
 
-// ValkeyPodSelector selects the Valkey pods of one cluster and nothing else
+// valkeyPodSelector selects the Valkey pods of one cluster and nothing else
 // in its namespace, not another application's pods that happen to carry
 // the same instance label.
-func ValkeyPodSelector(cluster string) map[string]string {
+func valkeyPodSelector(cluster string) map[string]string {
 	return map[string]string{
 		v1alpha1.LabelInstance:  cluster,
 		v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue,
@@ -47,8 +47,8 @@ func ValkeyPodSelector(cluster string) map[string]string {
 	}
 }
 
-// ShardSelector selects the pods of one shard.
-func ShardSelector(cluster string, shard int32) map[string]string {
+// shardSelector selects the pods of one shard.
+func shardSelector(cluster string, shard int32) map[string]string {
 	return map[string]string{v1alpha1.LabelInstance: cluster, v1alpha1.LabelShardIndex: shardLabel(shard)}
 }
 

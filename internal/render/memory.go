@@ -24,13 +24,13 @@ const (
 	minMaxmemory = 16 << 20
 )
 
-// NodeSettings are the settings a new node records: the merged user map
-// with the forced settings applied (see Settings), the defaults where the
+// nodeSettings are the settings a new node records: the merged user map
+// with the forced settings applied (see settings), the defaults where the
 // user set none, plus a maxmemory derived
 // from the container memory limit when the user set none. Without a limit
 // there is nothing to derive from and Valkey's default (no limit) stays.
-func NodeSettings(user map[string]string, tls bool, memory string) (map[string]string, error) {
-	out, err := Settings(user, tls)
+func nodeSettings(user map[string]string, tls bool, memory string) (map[string]string, error) {
+	out, err := settings(user, tls)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func TestMemorySafety(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NodeSettings(tt.user, false, tt.memory)
+			got, err := nodeSettings(tt.user, false, tt.memory)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestMemorySafety(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NodeSettings(nil, false, "lots"); err == nil {
+	if _, err := nodeSettings(nil, false, "lots"); err == nil {
 		t.Error("an unparsable memory limit was accepted")
 	}
 }

@@ -11,10 +11,10 @@ import (
 
 // Object names and data keys: the one place that spells them.
 
-// ServiceName is the headless Service, and the pods' DNS subdomain.
+// serviceName is the headless Service, and the pods' DNS subdomain.
 // It is the cluster's name, which dnsname relies on to spell the DNS names
 // under it without a lookup.
-func ServiceName(cluster string) string { return cluster }
+func serviceName(cluster string) string { return cluster }
 
 // OperatorAuthSecretName holds the system users' passwords.
 func OperatorAuthSecretName(cluster string) string { return cluster + "-operator-auth" }
@@ -33,8 +33,8 @@ func ACLSecretName(cluster string) string { return cluster + "-acl" }
 // keeps its own certificate in a Secret literally named my-cluster-tls.
 func NodeTLSSecretName(cluster string) string { return cluster + "-node-tls" }
 
-// NetworkPolicyName admits connections to the cluster's pods.
-func NetworkPolicyName(cluster string) string { return cluster + "-ingress" }
+// networkPolicyName admits connections to the cluster's pods.
+func networkPolicyName(cluster string) string { return cluster + "-ingress" }
 
 // NodeConfigMapName holds one node's valkey.conf.
 func NodeConfigMapName(node string) string { return node + "-config" }
@@ -48,23 +48,23 @@ func PodDisruptionBudgetName(cluster string, shard int32) string {
 const (
 	// KeyOperatorPassword authenticates the operator's system user.
 	KeyOperatorPassword = "operator-password"
-	// KeyReplicationPassword authenticates replicas to their primary.
-	KeyReplicationPassword = "repl-password"
+	// keyReplicationPassword authenticates replicas to their primary.
+	keyReplicationPassword = "repl-password"
 	// KeyExporterPassword authenticates the metrics exporter.
 	KeyExporterPassword = "exporter-password"
 	// A credentials rotation's passwords: the next ones before the switch,
 	// the previous ones after it (Passwords).
-	KeyNextOperatorPassword        = "next-operator-password"
-	KeyNextReplicationPassword     = "next-repl-password"
-	KeyPreviousOperatorPassword    = "previous-operator-password"
-	KeyPreviousReplicationPassword = "previous-repl-password"
+	keyNextOperatorPassword        = "next-operator-password"
+	keyNextReplicationPassword     = "next-repl-password"
+	keyPreviousOperatorPassword    = "previous-operator-password"
+	keyPreviousReplicationPassword = "previous-repl-password"
 	// KeyPrimaryAuth is the config fragment carrying the replication
 	// password, included by valkey.conf so the password stays in a Secret.
 	KeyPrimaryAuth = "primaryauth.conf"
 	// KeyACL is the rendered ACL file.
 	KeyACL = "users.acl"
-	// KeyValkeyConf is a node's configuration file.
-	KeyValkeyConf = "valkey.conf"
+	// keyValkeyConf is a node's configuration file.
+	keyValkeyConf = "valkey.conf"
 )
 
 // nodeSuffixLen is the number of hex characters after "{cluster}-".

@@ -9,7 +9,7 @@ import (
 
 func TestNames(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{ServiceName("c"), "c"},
+		{serviceName("c"), "c"},
 		{OperatorAuthSecretName("c"), "c-operator-auth"},
 		{ACLSecretName("c"), "c-acl"},
 		{NodeTLSSecretName("my-cluster"), "my-cluster-node-tls"},
@@ -18,10 +18,10 @@ func TestNames(t *testing.T) {
 		{PodDisruptionBudgetName("c", 12), "c-shard-12"},
 		{PodFQDN("c-1a4f2", "c", "ns", ""), "c-1a4f2.c.ns.svc.cluster.local"},
 		{PodFQDN("c-1a4f2", "c", "ns", "example.internal"), "c-1a4f2.c.ns.svc.example.internal"},
-		{ConfigFile, "/etc/valkey/conf/valkey.conf"},
-		{ACLFilePath, "/etc/valkey/acl/users.acl"},
-		{PrimaryAuthFile, "/etc/valkey/auth/primaryauth.conf"},
-		{NodesConfFile, "/var/lib/valkey/nodes.conf"},
+		{configFile, "/etc/valkey/conf/valkey.conf"},
+		{aclFilePath, "/etc/valkey/acl/users.acl"},
+		{primaryAuthFile, "/etc/valkey/auth/primaryauth.conf"},
+		{nodesConfFile, "/var/lib/valkey/nodes.conf"},
 		{TLSCertFile, "/etc/valkey/tls/tls.crt"},
 		{TLSKeyFile, "/etc/valkey/tls/tls.key"},
 		{TLSCAFile, "/etc/valkey/tls/ca.crt"},

@@ -45,7 +45,7 @@ func (c Cluster) NetworkPolicy(exporter bool, operatorNamespace string) *network
 			scrapers = np.Scrapers
 		}
 	}
-	ownPods := &metav1.LabelSelector{MatchLabels: ValkeyPodSelector(c.Cluster.Name)}
+	ownPods := &metav1.LabelSelector{MatchLabels: valkeyPodSelector(c.Cluster.Name)}
 	rules := []networkingv1.NetworkPolicyIngressRule{
 		{Ports: tcpPorts(PortValkey), From: clients},
 		{Ports: tcpPorts(PortValkey, PortBus), From: []networkingv1.NetworkPolicyPeer{{PodSelector: ownPods}}},
@@ -57,7 +57,7 @@ func (c Cluster) NetworkPolicy(exporter bool, operatorNamespace string) *network
 		rules = append(rules, networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(PortExporter), From: scrapers})
 	}
 	return &networkingv1.NetworkPolicy{
-		ObjectMeta: c.clusterMeta(NetworkPolicyName(c.Cluster.Name)),
+		ObjectMeta: c.clusterMeta(networkPolicyName(c.Cluster.Name)),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: *ownPods,
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},

@@ -12,7 +12,7 @@ import (
 // NodeSpec is the spec every new node of the cluster gets at shard index
 // shard; compare it with existing nodes through Outdated.
 func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSpec, error) {
-	settings, err := NodeSettings(r.Valkey, c.TLS(), r.Memory)
+	settings, err := nodeSettings(r.Valkey, c.tls(), r.Memory)
 	if err != nil {
 		return v1alpha1.ValkeyNodeSpec{}, fmt.Errorf("settings of cluster %s/%s: %w", c.Cluster.Namespace, c.Cluster.Name, err)
 	}
@@ -27,7 +27,7 @@ func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSp
 		Placement:      c.Cluster.Spec.Placement.DeepCopy(),
 		Lifecycle:      v1alpha1.LifecycleJoining,
 	}
-	if c.TLS() {
+	if c.tls() {
 		spec.TLSSecret = NodeTLSSecretName(c.Cluster.Name)
 	}
 	if r.Exporter {

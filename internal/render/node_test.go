@@ -31,7 +31,7 @@ func TestNode(t *testing.T) {
 			want: func(n *v1alpha1.ValkeyNode) {
 				n.Labels["valkey.gomomento.com/join-type"] = "shard"
 				n.Spec.TLSSecret = "my-cluster-node-tls"
-				n.Spec.ValkeySettings, _ = Settings(testResolved.Valkey, true)
+				n.Spec.ValkeySettings, _ = settings(testResolved.Valkey, true)
 				n.Spec.ValkeySettings["repl-diskless-sync-delay"] = "1"
 			},
 		},
@@ -63,7 +63,7 @@ func TestNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			settings, _ := Settings(testResolved.Valkey, false)
+			settings, _ := settings(testResolved.Valkey, false)
 			settings["repl-diskless-sync-delay"] = "1"
 			want := &v1alpha1.ValkeyNode{
 				TypeMeta: metav1.TypeMeta{APIVersion: "valkey.gomomento.com/v1alpha1", Kind: "ValkeyNode"},

@@ -157,8 +157,8 @@ func TestNodeConfigMapRefusesInjection(t *testing.T) {
 	node := testNode(c, 0)
 	node.Spec.ValkeySettings = map[string]string{"maxmemory": "1gb\nuser evil on nopass ~* +@all"}
 	_, err := c.NodeConfigMap(node)
-	var serr *SettingError
+	var serr *settingError
 	if !errors.As(err, &serr) || serr.Key != "maxmemory" {
-		t.Fatalf("err = %v, want a SettingError for maxmemory", err)
+		t.Fatalf("err = %v, want a settingError for maxmemory", err)
 	}
 }

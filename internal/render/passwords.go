@@ -91,12 +91,12 @@ func PasswordsFromSecret(s *corev1.Secret) (Passwords, error) {
 		optional bool
 	}{
 		{KeyOperatorPassword, &p.Operator, false},
-		{KeyReplicationPassword, &p.Replication, false},
+		{keyReplicationPassword, &p.Replication, false},
 		{KeyExporterPassword, &p.Exporter, true},
-		{KeyNextOperatorPassword, &p.NextOperator, true},
-		{KeyNextReplicationPassword, &p.NextReplication, true},
-		{KeyPreviousOperatorPassword, &p.PreviousOperator, true},
-		{KeyPreviousReplicationPassword, &p.PreviousReplication, true},
+		{keyNextOperatorPassword, &p.NextOperator, true},
+		{keyNextReplicationPassword, &p.NextReplication, true},
+		{keyPreviousOperatorPassword, &p.PreviousOperator, true},
+		{keyPreviousReplicationPassword, &p.PreviousReplication, true},
 	} {
 		key, dst := f.key, f.dst
 		v, ok := s.Data[key]
@@ -113,9 +113,9 @@ func PasswordsFromSecret(s *corev1.Secret) (Passwords, error) {
 	}
 	switch {
 	case (p.NextOperator == "") != (p.NextReplication == ""):
-		return Passwords{}, fmt.Errorf("secret %s/%s: keys %q and %q must be set together", s.Namespace, s.Name, KeyNextOperatorPassword, KeyNextReplicationPassword)
+		return Passwords{}, fmt.Errorf("secret %s/%s: keys %q and %q must be set together", s.Namespace, s.Name, keyNextOperatorPassword, keyNextReplicationPassword)
 	case (p.PreviousOperator == "") != (p.PreviousReplication == ""):
-		return Passwords{}, fmt.Errorf("secret %s/%s: keys %q and %q must be set together", s.Namespace, s.Name, KeyPreviousOperatorPassword, KeyPreviousReplicationPassword)
+		return Passwords{}, fmt.Errorf("secret %s/%s: keys %q and %q must be set together", s.Namespace, s.Name, keyPreviousOperatorPassword, keyPreviousReplicationPassword)
 	case p.NextOperator != "" && p.PreviousOperator != "":
 		return Passwords{}, fmt.Errorf("secret %s/%s: a rotation cannot have both next and previous passwords", s.Namespace, s.Name)
 	}

@@ -51,8 +51,8 @@ func TestPasswordsFromSecret(t *testing.T) {
 		{
 			name: "a rotation before its switch",
 			secret: secret(func(d map[string][]byte) {
-				d[KeyNextOperatorPassword] = []byte(strings.Repeat("c", 128))
-				d[KeyNextReplicationPassword] = []byte(strings.Repeat("d", 128))
+				d[keyNextOperatorPassword] = []byte(strings.Repeat("c", 128))
+				d[keyNextReplicationPassword] = []byte(strings.Repeat("d", 128))
 			}),
 			want: Passwords{Operator: good.Operator, Replication: good.Replication, Exporter: good.Exporter,
 				NextOperator: strings.Repeat("c", 128), NextReplication: strings.Repeat("d", 128)},
@@ -60,21 +60,21 @@ func TestPasswordsFromSecret(t *testing.T) {
 		{
 			name: "a rotation after its switch",
 			secret: secret(func(d map[string][]byte) {
-				d[KeyPreviousOperatorPassword] = []byte(strings.Repeat("c", 128))
-				d[KeyPreviousReplicationPassword] = []byte(strings.Repeat("d", 128))
+				d[keyPreviousOperatorPassword] = []byte(strings.Repeat("c", 128))
+				d[keyPreviousReplicationPassword] = []byte(strings.Repeat("d", 128))
 			}),
 			want: Passwords{Operator: good.Operator, Replication: good.Replication, Exporter: good.Exporter,
 				PreviousOperator: strings.Repeat("c", 128), PreviousReplication: strings.Repeat("d", 128)},
 		},
 		{
 			name:    "half a rotation",
-			secret:  secret(func(d map[string][]byte) { d[KeyNextOperatorPassword] = []byte(strings.Repeat("c", 128)) }),
+			secret:  secret(func(d map[string][]byte) { d[keyNextOperatorPassword] = []byte(strings.Repeat("c", 128)) }),
 			wantErr: `keys "next-operator-password" and "next-repl-password" must be set together`,
 		},
 		{
 			name: "both sides of a rotation",
 			secret: secret(func(d map[string][]byte) {
-				for _, k := range []string{KeyNextOperatorPassword, KeyNextReplicationPassword, KeyPreviousOperatorPassword, KeyPreviousReplicationPassword} {
+				for _, k := range []string{keyNextOperatorPassword, keyNextReplicationPassword, keyPreviousOperatorPassword, keyPreviousReplicationPassword} {
 					d[k] = []byte(strings.Repeat("c", 128))
 				}
 			}),
@@ -82,7 +82,7 @@ func TestPasswordsFromSecret(t *testing.T) {
 		},
 		{
 			name:    "a malformed next password",
-			secret:  secret(func(d map[string][]byte) { d[KeyNextReplicationPassword] = []byte("aaaa") }),
+			secret:  secret(func(d map[string][]byte) { d[keyNextReplicationPassword] = []byte("aaaa") }),
 			wantErr: `key "next-repl-password" is not 128 lowercase hex characters`,
 		},
 		{
@@ -92,12 +92,12 @@ func TestPasswordsFromSecret(t *testing.T) {
 		},
 		{
 			name:    "missing replication password",
-			secret:  secret(func(d map[string][]byte) { delete(d, KeyReplicationPassword) }),
+			secret:  secret(func(d map[string][]byte) { delete(d, keyReplicationPassword) }),
 			wantErr: `missing key "repl-password"`,
 		},
 		{
 			name:    "a line break would reach primaryauth.conf",
-			secret:  secret(func(d map[string][]byte) { d[KeyReplicationPassword] = []byte(strings.Repeat("a", 127) + "\n") }),
+			secret:  secret(func(d map[string][]byte) { d[keyReplicationPassword] = []byte(strings.Repeat("a", 127) + "\n") }),
 			wantErr: `key "repl-password" is not 128 lowercase hex characters`,
 		},
 		{

@@ -33,7 +33,7 @@ func (c Cluster) PodDisruptionBudget(shard int32, pods int) *policyv1.PodDisrupt
 		ObjectMeta: meta,
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &minAvailable,
-			Selector:     &metav1.LabelSelector{MatchLabels: ShardSelector(c.Cluster.Name, shard)},
+			Selector:     &metav1.LabelSelector{MatchLabels: shardSelector(c.Cluster.Name, shard)},
 		},
 	}
 }

@@ -84,7 +84,7 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
 			Hostname:                      node.Name,
-			Subdomain:                     ServiceName(cluster),
+			Subdomain:                     serviceName(cluster),
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: ptr.To(terminationGracePeriodSeconds),
 			AutomountServiceAccountToken:  ptr.To(false),
@@ -116,7 +116,7 @@ func container(node *v1alpha1.ValkeyNode, resources corev1.ResourceRequirements)
 		// itself, never from a connection's source address (which on a
 		// shared loopback is not the pod's). bind: see forcedAlways.
 		Args: []string{
-			ConfigFile,
+			configFile,
 			"--bind", "$(POD_IP)",
 			"--cluster-announce-ip", "$(POD_IP)",
 			"--replica-announce-ip", "$(POD_IP)",
@@ -127,8 +127,8 @@ func container(node *v1alpha1.ValkeyNode, resources corev1.ResourceRequirements)
 			fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 		},
 		Ports: []corev1.ContainerPort{
-			{Name: PortNameValkey, ContainerPort: PortValkey, Protocol: corev1.ProtocolTCP},
-			{Name: PortNameBus, ContainerPort: PortBus, Protocol: corev1.ProtocolTCP},
+			{Name: portNameValkey, ContainerPort: PortValkey, Protocol: corev1.ProtocolTCP},
+			{Name: portNameBus, ContainerPort: PortBus, Protocol: corev1.ProtocolTCP},
 		},
 		Resources: resources,
 		LivenessProbe: &corev1.Probe{
@@ -176,8 +176,8 @@ func (c Cluster) exporterContainer(node *v1alpha1.ValkeyNode) corev1.Container {
 		// The certificate names the pod's DNS name, not its IP; the kubelet
 		// writes that name into the pod's own /etc/hosts.
 		addr = "rediss://" + net.JoinHostPort(PodFQDN(node.Name, node.Spec.ClusterName, node.Namespace, c.ClusterDomain), port)
-		tlsArgs = []string{"--tls-ca-cert-file=" + ExporterCAFile}
-		mounts = []corev1.VolumeMount{{Name: volumeExporterCA, MountPath: ExporterTLSDir, ReadOnly: true}}
+		tlsArgs = []string{"--tls-ca-cert-file=" + exporterCAFile}
+		mounts = []corev1.VolumeMount{{Name: volumeExporterCA, MountPath: exporterTLSDir, ReadOnly: true}}
 	}
 	args := []string{
 		"--redis.addr=" + addr,
@@ -281,13 +281,13 @@ func volumes(node *v1alpha1.ValkeyNode) []corev1.Volume {
 
 func volumeMounts(node *v1alpha1.ValkeyNode) []corev1.VolumeMount {
 	ms := []corev1.VolumeMount{
-		{Name: volumeData, MountPath: DataDir},
-		{Name: volumeConfig, MountPath: ConfigDir, ReadOnly: true},
-		{Name: volumeACL, MountPath: ACLDir, ReadOnly: true},
-		{Name: volumeAuth, MountPath: AuthDir, ReadOnly: true},
+		{Name: volumeData, MountPath: dataDir},
+		{Name: volumeConfig, MountPath: configDir, ReadOnly: true},
+		{Name: volumeACL, MountPath: aclDir, ReadOnly: true},
+		{Name: volumeAuth, MountPath: authDir, ReadOnly: true},
 	}
 	if node.Spec.TLSSecret != "" {
-		ms = append(ms, corev1.VolumeMount{Name: volumeTLS, MountPath: TLSDir, ReadOnly: true})
+		ms = append(ms, corev1.VolumeMount{Name: volumeTLS, MountPath: tlsDir, ReadOnly: true})
 	}
 	return ms
 }

@@ -5,8 +5,8 @@ package render
 const (
 	PortValkey     int32 = 6379
 	PortBus        int32 = 16379
-	PortNameValkey       = "valkey"
-	PortNameBus          = "valkey-bus"
+	portNameValkey       = "valkey"
+	portNameBus          = "valkey-bus"
 )
 
 // The metrics exporter's port: redis_exporter's usual 9121, named so a

@@ -28,15 +28,15 @@ func (c Cluster) OperatorAuthSecret(p Passwords) *corev1.Secret {
 func OperatorAuthData(p Passwords) map[string][]byte {
 	data := map[string][]byte{
 		KeyOperatorPassword:    []byte(p.Operator),
-		KeyReplicationPassword: []byte(p.Replication),
+		keyReplicationPassword: []byte(p.Replication),
 		KeyExporterPassword:    []byte(p.Exporter),
 		KeyPrimaryAuth:         []byte(PrimaryAuthConf(p.Replication)),
 	}
 	for k, v := range map[string]string{
-		KeyNextOperatorPassword:        p.NextOperator,
-		KeyNextReplicationPassword:     p.NextReplication,
-		KeyPreviousOperatorPassword:    p.PreviousOperator,
-		KeyPreviousReplicationPassword: p.PreviousReplication,
+		keyNextOperatorPassword:        p.NextOperator,
+		keyNextReplicationPassword:     p.NextReplication,
+		keyPreviousOperatorPassword:    p.PreviousOperator,
+		keyPreviousReplicationPassword: p.PreviousReplication,
 	} {
 		if v != "" {
 			data[k] = []byte(v)

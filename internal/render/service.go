@@ -12,7 +12,7 @@ import (
 // published because pods have no readiness probe and joining nodes must be
 // resolvable by their peers.
 func (c Cluster) Service() *corev1.Service {
-	meta := c.clusterMeta(ServiceName(c.Cluster.Name))
+	meta := c.clusterMeta(serviceName(c.Cluster.Name))
 	meta.Labels[v1alpha1.LabelPartOf] = v1alpha1.LabelPartOfValue
 	return &corev1.Service{
 		ObjectMeta: meta,
@@ -21,8 +21,8 @@ func (c Cluster) Service() *corev1.Service {
 			Selector:                 ClusterSelector(c.Cluster.Name),
 			PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{
-				servicePort(PortNameValkey, PortValkey),
-				servicePort(PortNameBus, PortBus),
+				servicePort(portNameValkey, PortValkey),
+				servicePort(portNameBus, PortBus),
 			},
 		},
 	}

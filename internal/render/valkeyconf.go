@@ -7,15 +7,15 @@ import (
 	"strings"
 )
 
-// SettingError refuses a directive that would not stay on its own line of
+// settingError refuses a directive that would not stay on its own line of
 // valkey.conf: a line break would let a value smuggle in further directives
 // (an include, a user) past admission.
-type SettingError struct {
+type settingError struct {
 	Key    string
 	Reason string
 }
 
-func (e *SettingError) Error() string {
+func (e *settingError) Error() string {
 	return fmt.Sprintf("valkey setting %q: %s", e.Key, e.Reason)
 }
 
@@ -23,13 +23,13 @@ func validateSettings(settings map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		switch {
 		case k == "":
-			return &SettingError{Key: k, Reason: "empty directive name"}
+			return &settingError{Key: k, Reason: "empty directive name"}
 		case strings.ContainsFunc(k, notDirectiveRune):
 			// A space would split the key into a directive plus arguments,
 			// so "include /x" would pass admission's check for "include".
-			return &SettingError{Key: k, Reason: "directive name must be printable without spaces or quotes"}
+			return &settingError{Key: k, Reason: "directive name must be printable without spaces or quotes"}
 		case strings.ContainsAny(settings[k], "\r\n\x00"):
-			return &SettingError{Key: k, Reason: "value contains a line break or NUL"}
+			return &settingError{Key: k, Reason: "value contains a line break or NUL"}
 		}
 	}
 	return nil
@@ -39,12 +39,12 @@ func notDirectiveRune(r rune) bool {
 	return r <= ' ' || r >= 0x7f || r == '"' || r == '\''
 }
 
-// ValkeyConf renders a node's configuration file: one "key value" line per
+// valkeyConf renders a node's configuration file: one "key value" line per
 // setting in key order, so the same settings always give the same bytes,
 // then the include that brings in the replication password from its Secret
 // mount. An empty value is written as "" (for example save "" disables
 // snapshots); other values are written verbatim.
-func ValkeyConf(settings map[string]string) (string, error) {
+func valkeyConf(settings map[string]string) (string, error) {
 	if err := validateSettings(settings); err != nil {
 		return "", err
 	}
@@ -56,7 +56,7 @@ func ValkeyConf(settings map[string]string) (string, error) {
 		}
 		fmt.Fprintf(&b, "%s %s\n", k, v)
 	}
-	fmt.Fprintf(&b, "include %s\n", PrimaryAuthFile)
+	fmt.Fprintf(&b, "include %s\n", primaryAuthFile)
 	return b.String(), nil
 }
 

@@ -45,7 +45,7 @@ func TestSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Settings(tt.user, tt.tls)
+			got, err := settings(tt.user, tt.tls)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestSettings(t *testing.T) {
 
 func TestSettingsDoesNotModifyItsInput(t *testing.T) {
 	user := map[string]string{"port": "7000"}
-	if _, err := Settings(user, true); err != nil {
+	if _, err := settings(user, true); err != nil {
 		t.Fatal(err)
 	}
 	if len(user) != 1 || user["port"] != "7000" {
@@ -109,19 +109,19 @@ func TestValkeyConf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ValkeyConf(tt.settings)
+			got, err := valkeyConf(tt.settings)
 			if !tt.wantErr {
 				if err != nil || got != tt.want {
 					t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 				}
 				return
 			}
-			var serr *SettingError
+			var serr *settingError
 			if !errors.As(err, &serr) || serr.Key != tt.errKey {
-				t.Fatalf("err = %v, want a SettingError for %q", err, tt.errKey)
+				t.Fatalf("err = %v, want a settingError for %q", err, tt.errKey)
 			}
-			if _, err := Settings(tt.settings, false); !errors.As(err, &serr) {
-				t.Fatalf("Settings accepted what ValkeyConf refuses: %v", err)
+			if _, err := settings(tt.settings, false); !errors.As(err, &serr) {
+				t.Fatalf("settings accepted what valkeyConf refuses: %v", err)
 			}
 		})
 	}

@@ -63,9 +63,9 @@ func Users(roles Roles, bindings []v1alpha1.AclBinding) ([]User, error) {
 	return users, nil
 }
 
-// RoleNames lists the distinct roles the bindings reference, in first-use
+// roleNames lists the distinct roles the bindings reference, in first-use
 // order, so a watch on ValkeyRoles can find the clusters that use one.
-func RoleNames(bindings []v1alpha1.AclBinding) []string {
+func roleNames(bindings []v1alpha1.AclBinding) []string {
 	var names []string
 	seen := map[string]bool{}
 	for _, b := range bindings {

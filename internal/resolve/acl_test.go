@@ -148,7 +148,7 @@ func TestRoleNames(t *testing.T) {
 		{Permissions: []v1alpha1.Permission{{RoleRef: "b"}, {RoleRef: "a"}}},
 		{Permissions: []v1alpha1.Permission{{RoleRef: "a"}, {RoleRef: "c"}}},
 	}
-	if got, want := RoleNames(bs), []string{"b", "a", "c"}; !reflect.DeepEqual(got, want) {
+	if got, want := roleNames(bs), []string{"b", "a", "c"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }

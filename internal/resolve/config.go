@@ -7,12 +7,12 @@ import (
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
 )
 
-// MaxChainDepth is the longest baseRef chain that resolves; a longer one,
+// maxChainDepth is the longest baseRef chain that resolves; a longer one,
 // and every cycle, fails.
-const MaxChainDepth = 10
+const maxChainDepth = 10
 
 // Menu fetches the cluster-scoped menu objects. A missing object is reported
-// as an error satisfying errors.Is(err, ErrNotFound), or as a Kubernetes
+// as an error satisfying errors.Is(err, errNotFound), or as a Kubernetes
 // NotFound error; any other error aborts resolution unchanged (wrapped).
 type Menu interface {
 	Config(name string) (*v1alpha1.ValkeyConfig, error)
@@ -129,7 +129,7 @@ func walk(menu Menu, name string) ([]*v1alpha1.ValkeyConfig, error) {
 		names   []string
 	)
 	for cur := name; cur != ""; {
-		if len(configs) == MaxChainDepth {
+		if len(configs) == maxChainDepth {
 			return nil, chainTooDeep(names)
 		}
 		names = append(names, cur)

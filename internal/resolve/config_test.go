@@ -30,7 +30,7 @@ func (m fakeMenu) missing(kind, name string) error {
 	if m.apiErr {
 		return apierrors.NewNotFound(schema.GroupResource{Group: "valkey.gomomento.com", Resource: kind}, name)
 	}
-	return fmt.Errorf("%s %q: %w", kind, name, ErrNotFound)
+	return fmt.Errorf("%s %q: %w", kind, name, errNotFound)
 }
 
 func (m fakeMenu) Config(name string) (*v1alpha1.ValkeyConfig, error) {

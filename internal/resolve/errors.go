@@ -17,13 +17,13 @@ const (
 	ReasonRoleNotFound       = "RoleNotFound"
 )
 
-// ErrNotFound is what a lookup returns (or wraps) for a missing object. A
+// errNotFound is what a lookup returns (or wraps) for a missing object. A
 // Kubernetes NotFound API error is recognised as well, so a lookup backed by
 // a client may return the client's error unchanged.
-var ErrNotFound = errors.New("not found")
+var errNotFound = errors.New("not found")
 
 func isNotFound(err error) bool {
-	return errors.Is(err, ErrNotFound) || apierrors.IsNotFound(err)
+	return errors.Is(err, errNotFound) || apierrors.IsNotFound(err)
 }
 
 // Error is a resolution failure caused by the menu objects themselves (as
@@ -44,7 +44,7 @@ func (e *Error) Error() string { return e.Message }
 func chainTooDeep(chain []string) *Error {
 	return &Error{
 		Reason:  ReasonConfigChainTooDeep,
-		Message: fmt.Sprintf("config inheritance depth exceeds %d (cycle?)", MaxChainDepth),
+		Message: fmt.Sprintf("config inheritance depth exceeds %d (cycle?)", maxChainDepth),
 		Chain:   chain,
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 )
 
-// EnvDir overrides the directory holding the binaries.
-const EnvDir = "VALKEY_TESTBIN_DIR"
+// envDir overrides the directory holding the binaries.
+const envDir = "VALKEY_TESTBIN_DIR"
 
 // Binaries the control plane needs; the first two are enough for envtest.
 var (
@@ -41,7 +41,7 @@ func RepoRoot() (string, error) {
 // Dir returns the directory with the control plane binaries, checking that
 // every binary in want is present and executable.
 func Dir(want ...string) (string, error) {
-	dir := os.Getenv(EnvDir)
+	dir := os.Getenv(envDir)
 	if dir == "" {
 		root, err := RepoRoot()
 		if err != nil {

@@ -34,9 +34,9 @@ import (
 
 // Secret keys, as in a kubernetes.io/tls Secret written by cert-manager.
 const (
-	KeyCert = corev1.TLSCertKey       // "tls.crt"
-	KeyKey  = corev1.TLSPrivateKeyKey // "tls.key"
-	KeyCA   = "ca.crt"
+	keyCert = corev1.TLSCertKey       // "tls.crt"
+	keyKey  = corev1.TLSPrivateKeyKey // "tls.key"
+	keyCA   = "ca.crt"
 )
 
 // Backdating absorbs clock skew between the test and whatever checks the
@@ -76,8 +76,8 @@ func (ca *CA) Intermediate(commonName string, opts ...CAOption) *CA {
 	return newCA(commonName, ca, opts)
 }
 
-// Root returns the self-signed CA at the top of ca's chain.
-func (ca *CA) Root() *CA {
+// root returns the self-signed CA at the top of ca's chain.
+func (ca *CA) root() *CA {
 	for ca.parent != nil {
 		ca = ca.parent
 	}
@@ -273,15 +273,15 @@ func newKey(t KeyType, enc KeyEncoding) (crypto.Signer, []byte) {
 func Secret(name, namespace string, leaf *LeafCert, caBundle ...[]byte) *corev1.Secret {
 	ca := bytes.Join(caBundle, nil)
 	if len(caBundle) == 0 {
-		ca = leaf.CA.Root().CertPEM
+		ca = leaf.CA.root().CertPEM
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Type:       corev1.SecretTypeTLS,
 		Data: map[string][]byte{
-			KeyCert: leaf.CertPEM,
-			KeyKey:  leaf.KeyPEM,
-			KeyCA:   ca,
+			keyCert: leaf.CertPEM,
+			keyKey:  leaf.KeyPEM,
+			keyCA:   ca,
 		},
 	}
 }

@@ -79,8 +79,8 @@ func TestIntermediateChain(t *testing.T) {
 	inter := root.Intermediate("inter")
 	leaf := Leaf(inter, "c", "ns", "cluster.local")
 
-	if inter.Root() != root || root.Root() != root {
-		t.Fatal("Root does not walk to the self-signed CA")
+	if inter.root() != root || root.root() != root {
+		t.Fatal("root does not walk to the self-signed CA")
 	}
 	if want := append(append([]byte{}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Cert.Raw})...), inter.CertPEM...); !bytes.Equal(leaf.CertPEM, want) {
 		t.Error("tls.crt is not leaf followed by the intermediate")

@@ -32,8 +32,8 @@ type Env struct {
 	Scheme *runtime.Scheme
 }
 
-// Scheme returns a scheme with the core kinds and this project's kinds.
-func Scheme() (*runtime.Scheme, error) {
+// newScheme returns a scheme with the core kinds and this project's kinds.
+func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding core kinds: %w", err)
@@ -47,8 +47,8 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// CRDDir is the directory of the generated CRDs.
-func CRDDir() (string, error) {
+// crdDir is the directory of the generated CRDs.
+func crdDir() (string, error) {
 	root, err := testbin.RepoRoot()
 	if err != nil {
 		return "", err
@@ -62,11 +62,11 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds, err := CRDDir()
+	crds, err := crdDir()
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := Scheme()
+	scheme, err := newScheme()
 	if err != nil {
 		return nil, err
 	}

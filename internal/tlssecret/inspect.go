@@ -42,8 +42,8 @@ var usageNames = map[x509.ExtKeyUsage]string{
 	x509.ExtKeyUsageNetscapeServerGatedCrypto:  UsageNetscapeSGC,
 }
 
-// ExpiryWarning is how close to notAfter a leaf must be to warn.
-const ExpiryWarning = 30 * 24 * time.Hour
+// expiryWarning is how close to notAfter a leaf must be to warn.
+const expiryWarning = 30 * 24 * time.Hour
 
 // CertInfo describes one certificate.
 type CertInfo struct {
@@ -73,23 +73,23 @@ type Info struct {
 	CAs []CertInfo
 }
 
-// ErrNoCertificate is returned by Inspect when tls.crt holds no leaf.
-var ErrNoCertificate = errors.New("tls.crt holds no X.509 certificate")
+// errNoCertificate is returned by Inspect when tls.crt holds no leaf.
+var errNoCertificate = errors.New("tls.crt holds no X.509 certificate")
 
 // Inspect describes the Secret's certificates. It needs only a parseable
 // leaf, so it also works on a Secret that fails later checks; run Validate
 // first when validity matters.
 func Inspect(secretName string, secret *corev1.Secret) (*Info, error) {
 	if secret == nil {
-		return nil, ErrNoCertificate
+		return nil, errNoCertificate
 	}
 	first, rest := splitPEM(secret.Data[KeyCert])
 	if first == nil {
-		return nil, ErrNoCertificate
+		return nil, errNoCertificate
 	}
 	leaf, err := x509.ParseCertificate(first)
 	if err != nil {
-		return nil, ErrNoCertificate
+		return nil, errNoCertificate
 	}
 	info := &Info{SecretName: secretName, Leaf: describe(leaf)}
 	for _, c := range parseDER(rest) {
@@ -170,9 +170,9 @@ func Warnings(info *Info, now time.Time) []Warning {
 	case now.After(leaf.NotAfter):
 		out = append(out, Warning{ReasonCertificateExpired, ExpiredMessage(info.SecretName, leaf.NotAfter)})
 	case now.Before(leaf.NotBefore):
-		out = append(out, Warning{ReasonCertificateNotYetValid, NotYetValidMessage(info.SecretName, leaf.NotBefore)})
+		out = append(out, Warning{ReasonCertificateNotYetValid, notYetValidMessage(info.SecretName, leaf.NotBefore)})
 	}
-	if !now.After(leaf.NotAfter) && leaf.NotAfter.Sub(now) <= ExpiryWarning {
+	if !now.After(leaf.NotAfter) && leaf.NotAfter.Sub(now) <= expiryWarning {
 		out = append(out, Warning{ReasonCertificateExpiringSoon, ExpiringSoonMessage(info.SecretName, leaf.NotAfter)})
 	}
 	return out

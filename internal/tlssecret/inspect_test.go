@@ -50,12 +50,12 @@ func TestInspect(t *testing.T) {
 }
 
 func TestInspectNoCertificate(t *testing.T) {
-	if _, err := Inspect(secretName, nil); err != ErrNoCertificate {
+	if _, err := Inspect(secretName, nil); err != errNoCertificate {
 		t.Errorf("nil Secret: err = %v", err)
 	}
 	s := testcerts.Secret(secretName, namespace, testcerts.Leaf(testcerts.NewCA("ca"), cluster, namespace, domain))
 	s.Data[KeyCert] = []byte("junk")
-	if _, err := Inspect(secretName, s); err != ErrNoCertificate {
+	if _, err := Inspect(secretName, s); err != errNoCertificate {
 		t.Errorf("junk tls.crt: err = %v", err)
 	}
 }
@@ -102,11 +102,11 @@ func TestWarnings(t *testing.T) {
 			want: []Warning{{ReasonCertificateExpiringSoon,
 				`TLS cert in Secret "my-cluster-tls" expires at 2030-06-11T12:00:00Z, within 30 days`}}},
 		{name: "expires in exactly 30 days",
-			opts: []testcerts.LeafOption{validUntil(now.Add(ExpiryWarning))},
+			opts: []testcerts.LeafOption{validUntil(now.Add(expiryWarning))},
 			want: []Warning{{ReasonCertificateExpiringSoon,
 				`TLS cert in Secret "my-cluster-tls" expires at 2030-07-01T12:00:00Z, within 30 days`}}},
 		{name: "expires in 30 days and a second",
-			opts: []testcerts.LeafOption{validUntil(now.Add(ExpiryWarning + time.Second))}},
+			opts: []testcerts.LeafOption{validUntil(now.Add(expiryWarning + time.Second))}},
 		{name: "expires now",
 			opts: []testcerts.LeafOption{validUntil(now)},
 			want: []Warning{{ReasonCertificateExpiringSoon,

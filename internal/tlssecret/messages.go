@@ -93,7 +93,7 @@ func MissingClientAuthMessage(secret string) string {
 		secret, UsageClientAuth)
 }
 
-// ExpiringSoonMessage warns of a leaf within ExpiryWarning of its notAfter.
+// ExpiringSoonMessage warns of a leaf within expiryWarning of its notAfter.
 func ExpiringSoonMessage(secret string, notAfter time.Time) string {
 	return fmt.Sprintf("TLS cert in Secret %q expires at %s, within 30 days",
 		secret, notAfter.UTC().Format(time.RFC3339))
@@ -105,8 +105,8 @@ func ExpiredMessage(secret string, notAfter time.Time) string {
 		secret, notAfter.UTC().Format(time.RFC3339))
 }
 
-// NotYetValidMessage warns of a leaf before its notBefore.
-func NotYetValidMessage(secret string, notBefore time.Time) string {
+// notYetValidMessage warns of a leaf before its notBefore.
+func notYetValidMessage(secret string, notBefore time.Time) string {
 	return fmt.Sprintf("TLS cert in Secret %q is not valid before %s",
 		secret, notBefore.UTC().Format(time.RFC3339))
 }

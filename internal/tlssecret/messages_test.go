@@ -23,7 +23,7 @@ func TestMessagesByteExact(t *testing.T) {
 		{MissingServerAuthMessage("s"), `TLS cert in Secret "s" lacks extended key usage "server auth": peers and clients reject the certificate nodes serve, so the cluster bus, replication and client connections will fail`},
 		{ExpiringSoonMessage("s", notAfter), `TLS cert in Secret "s" expires at 2030-01-02T02:04:05Z, within 30 days`},
 		{ExpiredMessage("s", notAfter), `TLS cert in Secret "s" expired at 2030-01-02T02:04:05Z`},
-		{NotYetValidMessage("s", notAfter), `TLS cert in Secret "s" is not valid before 2030-01-02T02:04:05Z`},
+		{notYetValidMessage("s", notAfter), `TLS cert in Secret "s" is not valid before 2030-01-02T02:04:05Z`},
 		{ServedCertNotTrustedMessage("s", []string{"c-0-0", "c-1-0"}), `ca.crt in TLS Secret "s" does not trust the certificate served by c-0-0, c-1-0; keep the old and the new CA together in ca.crt until every node serves a certificate from the new CA`},
 	} {
 		if tc.got != tc.want {

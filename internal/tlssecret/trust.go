@@ -26,9 +26,9 @@ func Trusts(caPEM []byte, servedChain [][]byte) bool {
 	return verifiesAtSomeTime(leaf, parseDER(servedChain[1:]), roots)
 }
 
-// UntrustedNodes returns, sorted, the keys of served (node name to served
+// untrustedNodes returns, sorted, the keys of served (node name to served
 // chain) whose chain caPEM does not trust.
-func UntrustedNodes(caPEM []byte, served map[string][][]byte) []string {
+func untrustedNodes(caPEM []byte, served map[string][][]byte) []string {
 	var out []string
 	for node, chain := range served {
 		if !Trusts(caPEM, chain) {

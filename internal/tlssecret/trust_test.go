@@ -60,11 +60,11 @@ func TestUntrustedNodes(t *testing.T) {
 		"my-cluster-0-0": oldChain,
 	}
 
-	if got := UntrustedNodes(testcerts.Bundle(oldCA, newCA), served); got != nil {
+	if got := untrustedNodes(testcerts.Bundle(oldCA, newCA), served); got != nil {
 		t.Errorf("bundle: got %q, want none", got)
 	}
 	want := []string{"my-cluster-0-0", "my-cluster-1-0"}
-	if got := UntrustedNodes(newCA.CertPEM, served); !reflect.DeepEqual(got, want) {
+	if got := untrustedNodes(newCA.CertPEM, served); !reflect.DeepEqual(got, want) {
 		t.Errorf("new CA only: got %q, want %q", got, want)
 	}
 }

@@ -23,8 +23,8 @@ const (
 	KeyCA         = "ca.crt"
 )
 
-// RequiredKeys in the order check 3 looks for them.
-var RequiredKeys = []string{KeyCert, KeyPrivateKey, KeyCA}
+// requiredKeys in the order check 3 looks for them.
+var requiredKeys = []string{KeyCert, KeyPrivateKey, KeyCA}
 
 // DefaultClusterDomain is used when Input.ClusterDomain is empty.
 const DefaultClusterDomain = dnsname.DefaultClusterDomain
@@ -47,9 +47,9 @@ type Failure struct {
 
 func (f *Failure) Error() string { return f.Message }
 
-// RequiredSANs returns the Service name and the wildcard for the pods'
+// requiredSANs returns the Service name and the wildcard for the pods'
 // announced names, in the order check 6 reports them.
-func RequiredSANs(cluster, namespace, domain string) []string {
+func requiredSANs(cluster, namespace, domain string) []string {
 	return dnsname.SANs(cluster, namespace, domain)
 }
 
@@ -120,7 +120,7 @@ func checkHasData(s *subject) *Failure {
 // naming the key is more useful than a parse error. cert-manager writes an
 // empty ca.crt for issuers that have no CA to offer, such as ACME.
 func checkKeys(s *subject) *Failure {
-	for _, k := range RequiredKeys {
+	for _, k := range requiredKeys {
 		if len(s.in.Secret.Data[k]) == 0 {
 			return s.fail(ReasonMissingKey, MissingKeyMessage(s.in.SecretName, k))
 		}
@@ -151,7 +151,7 @@ func checkCertX509(s *subject) *Failure {
 // DNS names compare case-insensitively, as in TLS hostname verification.
 // Only presence is checked; extra SANs are fine.
 func checkSANs(s *subject) *Failure {
-	for _, want := range RequiredSANs(s.in.ClusterName, s.in.Namespace, s.in.ClusterDomain) {
+	for _, want := range requiredSANs(s.in.ClusterName, s.in.Namespace, s.in.ClusterDomain) {
 		if !containsFold(s.leaf.DNSNames, want) {
 			return s.fail(ReasonMissingSAN, MissingSANMessage(s.in.SecretName, want))
 		}

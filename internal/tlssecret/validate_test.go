@@ -21,13 +21,13 @@ const (
 )
 
 func TestRequiredSANs(t *testing.T) {
-	got := RequiredSANs(cluster, namespace, "")
+	got := requiredSANs(cluster, namespace, "")
 	if len(got) != 2 || got[0] != service || got[1] != wildcard {
-		t.Fatalf("RequiredSANs = %q", got)
+		t.Fatalf("requiredSANs = %q", got)
 	}
-	got = RequiredSANs("c", "n", "example.internal")
+	got = requiredSANs("c", "n", "example.internal")
 	if got[0] != "c.n.svc.example.internal" || got[1] != "*.c.n.svc.example.internal" {
-		t.Fatalf("RequiredSANs with domain = %q", got)
+		t.Fatalf("requiredSANs with domain = %q", got)
 	}
 }
 

@@ -2,14 +2,14 @@ package topology
 
 import "fmt"
 
-// ScaleInHeadroomPercent is how full the remaining primaries may be after a
+// scaleInHeadroomPercent is how full the remaining primaries may be after a
 // scale-in, in percent of their maxmemory. Beyond it a cache starts
 // evicting (or refusing writes), so shrinking would drop acknowledged data.
-const ScaleInHeadroomPercent = 90
+const scaleInHeadroomPercent = 90
 
 // scaleInHeadroom holds a scale-in whose remaining primaries could not hold
 // the data of the shards being drained: their used memory plus the drained
-// shards' dataset would pass ScaleInHeadroomPercent of their maxmemory. It
+// shards' dataset would pass scaleInHeadroomPercent of their maxmemory. It
 // is an estimate (slots are spread evenly, bytes need not be), checked
 // before every wave so a cache that grows mid-way stops moving, with every
 // slot still served. A remaining primary without maxmemory has no limit to
@@ -34,12 +34,12 @@ func scaleInHeadroom(primaries map[int]*node, targets map[int]int) *Action {
 		limit += m.Max
 	}
 	need += drained
-	if draining == 0 || limit == 0 || need*100 <= limit*ScaleInHeadroomPercent {
+	if draining == 0 || limit == 0 || need*100 <= limit*scaleInHeadroomPercent {
 		return nil
 	}
 	a := waitOn(TierTopology, CauseScaleInNoHeadroom, ReasonScaleInNoHeadroom, fmt.Sprintf(
 		"the %d remaining primaries would hold %s (%s of their own and %s from %d drained shards) against %s of maxmemory, %d%%; the limit is %d%%",
-		staying, mib(need), mib(need-drained), mib(drained), draining, mib(limit), need*100/limit, ScaleInHeadroomPercent))
+		staying, mib(need), mib(need-drained), mib(drained), draining, mib(limit), need*100/limit, scaleInHeadroomPercent))
 	return &a
 }
 

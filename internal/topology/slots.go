@@ -49,9 +49,9 @@ func rangesOf(in func(slot int) bool) []SlotRange {
 	return out
 }
 
-// EvenCounts splits TotalSlots over n shards: the first TotalSlots mod n
+// evenCounts splits TotalSlots over n shards: the first TotalSlots mod n
 // shards get one slot more than the rest.
-func EvenCounts(n int) []int {
+func evenCounts(n int) []int {
 	if n <= 0 {
 		return nil
 	}
@@ -66,12 +66,12 @@ func EvenCounts(n int) []int {
 }
 
 // EvenPlan gives each of n shard positions one contiguous range, in order,
-// sized by EvenCounts.
+// sized by evenCounts.
 func EvenPlan(n int) []SlotRange {
 	if n <= 0 {
 		return nil
 	}
-	counts := EvenCounts(n)
+	counts := evenCounts(n)
 	plan := make([]SlotRange, len(counts))
 	start := 0
 	for i, c := range counts {
@@ -87,7 +87,7 @@ func EvenPlan(n int) []SlotRange {
 //
 // With more existing shards than wanted, the shards holding the most slots
 // are kept (ties: lower key) and the rest get 0, so the fewest slots move.
-// Kept shards take EvenCounts(shards) in ascending key order; with fewer
+// Kept shards take evenCounts(shards) in ascending key order; with fewer
 // existing shards than wanted, the remaining shares belong to shards not
 // created yet.
 func BalanceTargets(counts map[int]int, shards int) map[int]int {
@@ -98,7 +98,7 @@ func BalanceTargets(counts map[int]int, shards int) map[int]int {
 		keep = keep[:max(shards, 0)]
 		slices.Sort(keep)
 	}
-	even := EvenCounts(shards)
+	even := evenCounts(shards)
 	targets := make(map[int]int, len(keys))
 	for _, k := range keys {
 		targets[k] = 0
@@ -109,7 +109,7 @@ func BalanceTargets(counts map[int]int, shards int) map[int]int {
 	return targets
 }
 
-// ShardSlots is one shard's input to NextMove.
+// ShardSlots is one shard's input to nextMove.
 type ShardSlots struct {
 	Key    int
 	Slots  []SlotRange
@@ -118,14 +118,14 @@ type ShardSlots struct {
 	CanReceive bool
 }
 
-// Move is one batch of slots to migrate between two shards.
-type Move struct {
+// move is one batch of slots to migrate between two shards.
+type move struct {
 	From  int
 	To    int
 	Slots SlotRange
 }
 
-// NextMove picks the next batch of at most batch slots that brings the
+// nextMove picks the next batch of at most batch slots that brings the
 // shards closer to their targets. A shard being drained (target 0) is
 // emptied first, the one with the fewest slots before the others, so it can
 // be retired as early as possible; otherwise slots go from the shard with
@@ -133,7 +133,7 @@ type Move struct {
 // largest deficit. Ties go to the lower key, except among drained shards,
 // where the higher key goes first. The batch is one contiguous range taken
 // from the top of the source's slots, keeping what remains contiguous.
-func NextMove(shards []ShardSlots, batch int) (Move, bool) {
+func nextMove(shards []ShardSlots, batch int) (move, bool) {
 	if batch <= 0 {
 		batch = DefaultBatchSize
 	}
@@ -161,7 +161,7 @@ func NextMove(shards []ShardSlots, batch int) (Move, bool) {
 		}
 	}
 	if src == nil {
-		return Move{}, false
+		return move{}, false
 	}
 	var dst *ShardSlots
 	best := 0
@@ -175,13 +175,13 @@ func NextMove(shards []ShardSlots, batch int) (Move, bool) {
 		}
 	}
 	if dst == nil {
-		return Move{}, false
+		return move{}, false
 	}
 	n := min(batch, CountSlots(src.Slots)-src.Target, best)
 	owned := NormalizeRanges(src.Slots)
 	top := owned[len(owned)-1]
 	r := SlotRange{Start: max(top.Start, top.End-n+1), End: top.End}
-	return Move{From: src.Key, To: dst.Key, Slots: r}, true
+	return move{From: src.Key, To: dst.Key, Slots: r}, true
 }
 
 func sortedKeys[V any](m map[int]V) []int {
@@ -193,21 +193,21 @@ func sortedKeys[V any](m map[int]V) []int {
 	return keys
 }
 
-// Transfer is everything one source gives one target in a wave.
-type Transfer struct {
+// transfer is everything one source gives one target in a wave.
+type transfer struct {
 	From  int
 	To    int
 	Slots []SlotRange
 }
 
-// PlanTransfers plans a whole rebalance as NextMove would walk it with no
+// PlanTransfers plans a whole rebalance as nextMove would walk it with no
 // batch limit: one transfer per source and target pair, all of them in one
 // wave. Valkey runs several CLUSTER MIGRATESLOTS jobs of one source at
 // once, so a source that gives to many targets (a shard drained on
 // scale-in, one shard spread over fifteen new ones) starts every share
 // together instead of one target per wave. No slot appears in two
 // transfers. Transfers are ordered by source, then target.
-func PlanTransfers(shards []ShardSlots) []Transfer {
+func PlanTransfers(shards []ShardSlots) []transfer {
 	work := make([]ShardSlots, len(shards))
 	for i, s := range shards {
 		work[i] = s
@@ -218,27 +218,27 @@ func PlanTransfers(shards []ShardSlots) []Transfer {
 		byKey[work[i].Key] = &work[i]
 	}
 	type pair struct{ from, to int }
-	plan := map[pair]*Transfer{}
+	plan := map[pair]*transfer{}
 	for {
-		mv, ok := NextMove(work, TotalSlots)
+		mv, ok := nextMove(work, TotalSlots)
 		if !ok {
 			break
 		}
 		src, dst := byKey[mv.From], byKey[mv.To]
 		k := pair{mv.From, mv.To}
 		if plan[k] == nil {
-			plan[k] = &Transfer{From: mv.From, To: mv.To}
+			plan[k] = &transfer{From: mv.From, To: mv.To}
 		}
 		t := plan[k]
 		t.Slots = NormalizeRanges(append(t.Slots, mv.Slots))
 		src.Slots = removeRange(src.Slots, mv.Slots)
 		dst.Slots = NormalizeRanges(append(dst.Slots, mv.Slots))
 	}
-	out := make([]Transfer, 0, len(plan))
+	out := make([]transfer, 0, len(plan))
 	for _, t := range plan {
 		out = append(out, *t)
 	}
-	slices.SortFunc(out, func(a, b Transfer) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
+	slices.SortFunc(out, func(a, b transfer) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
 	return out
 }
 

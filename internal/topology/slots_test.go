@@ -24,23 +24,23 @@ func TestEvenPlan(t *testing.T) {
 			t.Errorf("EvenPlan(%d) covers %d slots", tt.n, CountSlots(plan))
 		}
 	}
-	if EvenPlan(0) != nil || EvenCounts(-1) != nil {
+	if EvenPlan(0) != nil || evenCounts(-1) != nil {
 		t.Errorf("no shards, no plan")
 	}
 }
 
 func TestEvenCounts(t *testing.T) {
 	for n := 1; n <= 100; n++ {
-		c := EvenCounts(n)
+		c := evenCounts(n)
 		sum := 0
 		for i, v := range c {
 			sum += v
 			if i > 0 && v > c[i-1] {
-				t.Fatalf("EvenCounts(%d) not front-loaded: %v", n, c)
+				t.Fatalf("evenCounts(%d) not front-loaded: %v", n, c)
 			}
 		}
 		if sum != TotalSlots || c[0]-c[n-1] > 1 {
-			t.Fatalf("EvenCounts(%d) = %v", n, c)
+			t.Fatalf("evenCounts(%d) = %v", n, c)
 		}
 	}
 }
@@ -115,7 +115,7 @@ func TestNextMove(t *testing.T) {
 		}, 64, "{0 1 9000-9009}"},
 	}
 	for _, tt := range tests {
-		mv, ok := NextMove(tt.shards, tt.batch)
+		mv, ok := nextMove(tt.shards, tt.batch)
 		got := "none"
 		if ok {
 			got = fmt.Sprint(mv)

@@ -19,7 +19,7 @@ func (n *Node) ClusterNodes(ctx context.Context) (ClusterNodes, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := ParseClusterNodes(text)
+	nodes, err := parseClusterNodes(text)
 	return nodes, n.wrap("CLUSTER NODES", err)
 }
 
@@ -39,7 +39,7 @@ func (n *Node) ClusterInfo(ctx context.Context) (ClusterInfo, error) {
 	if err != nil {
 		return ClusterInfo{}, err
 	}
-	info, err := ParseClusterInfo(text)
+	info, err := parseClusterInfo(text)
 	return info, n.wrap("CLUSTER INFO", err)
 }
 
@@ -74,7 +74,7 @@ func (n *Node) ClusterAddSlotsRange(ctx context.Context, ranges ...SlotRange) er
 			return fmt.Errorf("CLUSTER ADDSLOTSRANGE on %s: %w", n.addr, err)
 		}
 	}
-	return n.exec(ctx, "CLUSTER ADDSLOTSRANGE "+FormatSlotRanges(ranges), func(b valkey.Builder) valkey.Completed {
+	return n.exec(ctx, "CLUSTER ADDSLOTSRANGE "+formatSlotRanges(ranges), func(b valkey.Builder) valkey.Completed {
 		c := b.ClusterAddslotsrange().StartSlotEndSlot()
 		for _, r := range ranges {
 			c = c.StartSlotEndSlot(int64(r.Start), int64(r.End))

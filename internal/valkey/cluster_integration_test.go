@@ -122,19 +122,19 @@ func testCluster(t *testing.T, argv []string) {
 		if !ok || me.ID != ids[0] || !me.IsPrimary() || me.Port != servers[0].Port || me.BusPort != servers[0].BusPort {
 			t.Fatalf("myself = %+v", me)
 		}
-		if got := FormatSlotRanges(me.Slots); got != "0-8191" {
+		if got := formatSlotRanges(me.Slots); got != "0-8191" {
 			t.Fatalf("myself slots = %s", got)
 		}
 		n1, _ := all.ByID(ids[1])
-		if got := FormatSlotRanges(n1.Slots); got != "8192-16383" || n1.LinkState != LinkConnected {
+		if got := formatSlotRanges(n1.Slots); got != "8192-16383" || n1.LinkState != linkConnected {
 			t.Fatalf("node 1 = %+v", n1)
 		}
-		replicas := all.ReplicasOf(ids[0])
+		replicas := all.replicasOf(ids[0])
 		if len(replicas) != 1 || replicas[0].ID != ids[2] {
 			t.Fatalf("replicas of node 0 = %+v", replicas)
 		}
-		if len(MissingSlots(all.AssignedSlots())) != 0 {
-			t.Fatalf("slots missing: %v", MissingSlots(all.AssignedSlots()))
+		if len(missingSlots(all.assignedSlots())) != 0 {
+			t.Fatalf("slots missing: %v", missingSlots(all.assignedSlots()))
 		}
 	})
 
@@ -148,22 +148,22 @@ func testCluster(t *testing.T, argv []string) {
 			t.Fatalf("got %d shards: %+v", len(shards), shards)
 		}
 		for _, sh := range shards {
-			p, ok := sh.Primary()
+			p, ok := sh.primary()
 			if !ok {
 				t.Fatalf("shard without primary: %+v", sh)
 			}
 			switch p.ID {
 			case ids[0]:
-				if FormatSlotRanges(sh.Slots) != "0-8191" || len(sh.Nodes) != 2 {
+				if formatSlotRanges(sh.Slots) != "0-8191" || len(sh.Nodes) != 2 {
 					t.Fatalf("shard of node 0 = %+v", sh)
 				}
 				for _, n := range sh.Nodes {
-					if n.ID == ids[2] && (n.Role != ShardRoleReplica || n.Port != servers[2].Port || n.IP != "127.0.0.1") {
+					if n.ID == ids[2] && (n.Role != shardRoleReplica || n.Port != servers[2].Port || n.IP != "127.0.0.1") {
 						t.Fatalf("replica entry = %+v", n)
 					}
 				}
 			case ids[1]:
-				if FormatSlotRanges(sh.Slots) != "8192-16383" || len(sh.Nodes) != 1 || p.Health != HealthOnline {
+				if formatSlotRanges(sh.Slots) != "8192-16383" || len(sh.Nodes) != 1 || p.Health != healthOnline {
 					t.Fatalf("shard of node 1 = %+v", sh)
 				}
 			default:
@@ -221,15 +221,15 @@ func testCluster(t *testing.T, argv []string) {
 
 	t.Run("atomic slot migration needs valkey 9", func(t *testing.T) {
 		ctx := testCtx(t)
-		if info, err := nodes[0].InfoServer(ctx); err != nil || info.Version.AtLeast(AtomicSlotMigrationVersion) {
+		if info, err := nodes[0].InfoServer(ctx); err != nil || info.Version.AtLeast(atomicSlotMigrationVersion) {
 			t.Skipf("version %s, %v: covered by TestAtomicSlotMigration", info.Version, err)
 		}
 		err := nodes[0].ClusterMigrateSlots(ctx, ids[1], SlotRange{Start: 0, End: 9})
-		if !errors.Is(err, ErrNotSupported) {
-			t.Fatalf("ClusterMigrateSlots on 8.x: want ErrNotSupported, got %v", err)
+		if !errors.Is(err, errNotSupported) {
+			t.Fatalf("ClusterMigrateSlots on 8.x: want errNotSupported, got %v", err)
 		}
-		if _, err := nodes[0].ClusterGetSlotMigrations(ctx); !errors.Is(err, ErrNotSupported) {
-			t.Fatalf("ClusterGetSlotMigrations on 8.x: want ErrNotSupported, got %v", err)
+		if _, err := nodes[0].ClusterGetSlotMigrations(ctx); !errors.Is(err, errNotSupported) {
+			t.Fatalf("ClusterGetSlotMigrations on 8.x: want errNotSupported, got %v", err)
 		}
 	})
 
@@ -308,7 +308,7 @@ func testCluster(t *testing.T, argv []string) {
 				}
 				owner, _ := all.ByID(ids[1])
 				if !slices.ContainsFunc(owner.Slots, func(r SlotRange) bool { return r.Contains(slot) }) {
-					return fmt.Errorf("node %d sees node 1 with %s", i, FormatSlotRanges(owner.Slots))
+					return fmt.Errorf("node %d sees node 1 with %s", i, formatSlotRanges(owner.Slots))
 				}
 			}
 			return nil

@@ -21,9 +21,9 @@ type ClusterInfo struct {
 // OK reports whether the node considers the cluster healthy.
 func (c ClusterInfo) OK() bool { return c.State == "ok" }
 
-// ParseClusterInfo parses the "key:value" lines CLUSTER INFO returns.
-func ParseClusterInfo(text string) (ClusterInfo, error) {
-	fields := ParseInfo(text).Flat()
+// parseClusterInfo parses the "key:value" lines CLUSTER INFO returns.
+func parseClusterInfo(text string) (ClusterInfo, error) {
+	fields := parseInfo(text).flat()
 	state, ok := fields["cluster_state"]
 	if !ok {
 		return ClusterInfo{}, fmt.Errorf("parsing CLUSTER INFO: no cluster_state field")

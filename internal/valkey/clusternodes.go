@@ -22,8 +22,8 @@ const (
 
 // Link states as CLUSTER NODES prints them.
 const (
-	LinkConnected    = "connected"
-	LinkDisconnected = "disconnected"
+	linkConnected    = "connected"
+	linkDisconnected = "disconnected"
 )
 
 // ClusterNode is one line of CLUSTER NODES as seen by the node that
@@ -94,8 +94,8 @@ func (ns ClusterNodes) ByID(id string) (ClusterNode, bool) {
 	return ClusterNode{}, false
 }
 
-// ReplicasOf returns the nodes that follow primaryID.
-func (ns ClusterNodes) ReplicasOf(primaryID string) ClusterNodes {
+// replicasOf returns the nodes that follow primaryID.
+func (ns ClusterNodes) replicasOf(primaryID string) ClusterNodes {
 	var out ClusterNodes
 	for _, n := range ns {
 		if n.PrimaryID == primaryID && n.IsReplica() {
@@ -105,25 +105,25 @@ func (ns ClusterNodes) ReplicasOf(primaryID string) ClusterNodes {
 	return out
 }
 
-// AssignedSlots returns the merged slot ranges served by any node.
-func (ns ClusterNodes) AssignedSlots() []SlotRange {
+// assignedSlots returns the merged slot ranges served by any node.
+func (ns ClusterNodes) assignedSlots() []SlotRange {
 	var all []SlotRange
 	for _, n := range ns {
 		all = append(all, n.Slots...)
 	}
-	return MergeSlotRanges(all)
+	return mergeSlotRanges(all)
 }
 
-// ParseClusterNodes parses CLUSTER NODES output (or a nodes.conf, whose
+// parseClusterNodes parses CLUSTER NODES output (or a nodes.conf, whose
 // "vars" line is skipped).
-func ParseClusterNodes(text string) (ClusterNodes, error) {
+func parseClusterNodes(text string) (ClusterNodes, error) {
 	var out ClusterNodes
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "vars ") {
 			continue
 		}
-		n, err := ParseClusterNodeLine(line)
+		n, err := parseClusterNodeLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("parsing CLUSTER NODES line %d: %w", i+1, err)
 		}
@@ -132,10 +132,10 @@ func ParseClusterNodes(text string) (ClusterNodes, error) {
 	return out, nil
 }
 
-// ParseClusterNodeLine parses one CLUSTER NODES line:
+// parseClusterNodeLine parses one CLUSTER NODES line:
 //
 //	<id> <ip:port@cport[,hostname]> <flags> <primary> <ping-sent> <pong-recv> <config-epoch> <link-state> <slot>...
-func ParseClusterNodeLine(line string) (ClusterNode, error) {
+func parseClusterNodeLine(line string) (ClusterNode, error) {
 	f := strings.Fields(line)
 	if len(f) < 8 {
 		return ClusterNode{}, fmt.Errorf("want at least 8 fields, got %d in %q", len(f), line)
@@ -216,7 +216,7 @@ func parseNodeAddress(field string, n *ClusterNode) error {
 func parseSlotToken(tok string, n *ClusterNode) error {
 	inner, ok := strings.CutPrefix(tok, "[")
 	if !ok {
-		r, err := ParseSlotRange(tok)
+		r, err := parseSlotRange(tok)
 		if err != nil {
 			return err
 		}

@@ -15,17 +15,17 @@ func TestParseClusterNodes(t *testing.T) {
 	node0 := ClusterNode{
 		ID: id0, Addr: "127.0.0.1:7100@17100", IP: "127.0.0.1", Port: 7100, BusPort: 17100,
 		Hostname: "node-0.test.ns.svc.cluster.local", Flags: []string{FlagMyself, FlagPrimary},
-		ConfigEpoch: 1, LinkState: LinkConnected, Slots: []SlotRange{{Start: 0, End: 5460}, {Start: 10000, End: 16383}},
+		ConfigEpoch: 1, LinkState: linkConnected, Slots: []SlotRange{{Start: 0, End: 5460}, {Start: 10000, End: 16383}},
 	}
 	node1 := ClusterNode{
 		ID: id1, Addr: "127.0.0.1:7101@17101", IP: "127.0.0.1", Port: 7101, BusPort: 17101,
 		Hostname: "node-1.test.ns.svc.cluster.local", Flags: []string{FlagPrimary},
-		PongRecv: 1796215713119, ConfigEpoch: 2, LinkState: LinkConnected, Slots: []SlotRange{{Start: 5461, End: 9999}},
+		PongRecv: 1796215713119, ConfigEpoch: 2, LinkState: linkConnected, Slots: []SlotRange{{Start: 5461, End: 9999}},
 	}
 	node2 := ClusterNode{
 		ID: id2, Addr: "127.0.0.1:7102@17102", IP: "127.0.0.1", Port: 7102, BusPort: 17102,
 		Hostname: "node-2.test.ns.svc.cluster.local", Flags: []string{FlagReplica}, PrimaryID: id0,
-		PongRecv: 1796215714206, ConfigEpoch: 1, LinkState: LinkConnected,
+		PongRecv: 1796215714206, ConfigEpoch: 1, LinkState: linkConnected,
 	}
 	with := func(n ClusterNode, edit func(*ClusterNode)) ClusterNode { edit(&n); return n }
 
@@ -46,11 +46,11 @@ func TestParseClusterNodes(t *testing.T) {
 			want: ClusterNodes{
 				{
 					ID: "66073aa19957be6bec03d7ec60d3e0905c0aafee", Addr: "127.0.0.1:7109@17109", IP: "127.0.0.1",
-					Port: 7109, BusPort: 17109, Flags: []string{FlagHandshake}, LinkState: LinkConnected,
+					Port: 7109, BusPort: 17109, Flags: []string{FlagHandshake}, LinkState: linkConnected,
 				},
 				with(node1, func(n *ClusterNode) {
 					n.Flags = []string{FlagPrimary, FlagPFail}
-					n.PingSent, n.PongRecv, n.LinkState = 1796215724041, 1796215721989, LinkDisconnected
+					n.PingSent, n.PongRecv, n.LinkState = 1796215724041, 1796215721989, linkDisconnected
 				}),
 				with(node2, func(n *ClusterNode) { n.PongRecv = 1796215728270 }),
 				with(node0, func(n *ClusterNode) { n.Migrating = map[int]string{12182: id1} }),
@@ -71,7 +71,7 @@ func TestParseClusterNodes(t *testing.T) {
 			want: ClusterNodes{
 				with(node1, func(n *ClusterNode) {
 					n.Flags = []string{FlagPrimary, FlagPFail}
-					n.PingSent, n.PongRecv, n.LinkState = 1796215724041, 1796215721989, LinkDisconnected
+					n.PingSent, n.PongRecv, n.LinkState = 1796215724041, 1796215721989, linkDisconnected
 					n.Aux = map[string]string{"tls-port": "0", "shard-id": "03d399cbc003cea06d9fcc62d73e551b41751a1f"}
 				}),
 				with(node2, func(n *ClusterNode) {
@@ -93,13 +93,13 @@ func TestParseClusterNodes(t *testing.T) {
 			want: ClusterNodes{
 				{
 					ID: id1, Addr: ":0@0", Flags: []string{FlagPrimary, FlagFail, FlagNoAddr},
-					PingSent: 1796215724041, PongRecv: 1796215721989, ConfigEpoch: 2, LinkState: LinkDisconnected,
+					PingSent: 1796215724041, PongRecv: 1796215721989, ConfigEpoch: 2, LinkState: linkDisconnected,
 					Slots: []SlotRange{{Start: 7, End: 7}},
 				},
 				{
 					ID: id2, Addr: "fd00::5:6379@16379", IP: "fd00::5", Port: 6379, BusPort: 16379,
 					Flags: []string{FlagReplica, FlagNoFailover}, PrimaryID: id0, PongRecv: 1796215714206,
-					ConfigEpoch: 1, LinkState: LinkConnected,
+					ConfigEpoch: 1, LinkState: linkConnected,
 				},
 			},
 		},
@@ -113,7 +113,7 @@ func TestParseClusterNodes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			lineEndings(t, tc.text, func(t *testing.T, text string) {
-				got, err := ParseClusterNodes(text)
+				got, err := parseClusterNodes(text)
 				if (err != nil) != tc.wantErr {
 					t.Fatalf("error = %v, wantErr %v", err, tc.wantErr)
 				}
@@ -126,7 +126,7 @@ func TestParseClusterNodes(t *testing.T) {
 }
 
 func TestClusterNodesQueries(t *testing.T) {
-	nodes, err := ParseClusterNodes(sample(t, "cluster-nodes-migrating-8.0.1.txt"))
+	nodes, err := parseClusterNodes(sample(t, "cluster-nodes-migrating-8.0.1.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,10 +141,10 @@ func TestClusterNodesQueries(t *testing.T) {
 	if _, ok := nodes.ByID("unknown"); ok {
 		t.Fatal("ByID found an unknown node")
 	}
-	if r := nodes.ReplicasOf(id0); len(r) != 1 || r[0].ID != id2 {
-		t.Fatalf("ReplicasOf(node 0) = %+v", r)
+	if r := nodes.replicasOf(id0); len(r) != 1 || r[0].ID != id2 {
+		t.Fatalf("replicasOf(node 0) = %+v", r)
 	}
-	if got := FormatSlotRanges(MissingSlots(nodes.AssignedSlots())); got != "" {
+	if got := formatSlotRanges(missingSlots(nodes.assignedSlots())); got != "" {
 		t.Fatalf("missing slots %s", got)
 	}
 }

@@ -11,10 +11,10 @@ type Shard struct {
 	Nodes []ShardNode
 }
 
-// Primary returns the shard's node with role "master".
-func (s Shard) Primary() (ShardNode, bool) {
+// primary returns the shard's node with role "master".
+func (s Shard) primary() (ShardNode, bool) {
 	for _, n := range s.Nodes {
-		if n.Role == ShardRolePrimary {
+		if n.Role == shardRolePrimary {
 			return n, true
 		}
 	}
@@ -23,12 +23,12 @@ func (s Shard) Primary() (ShardNode, bool) {
 
 // Roles and health values as CLUSTER SHARDS reports them.
 const (
-	ShardRolePrimary = "master"
-	ShardRoleReplica = "replica"
+	shardRolePrimary = "master"
+	shardRoleReplica = "replica"
 
-	HealthOnline  = "online"
-	HealthFailed  = "failed"
-	HealthLoading = "loading"
+	healthOnline  = "online"
+	healthFailed  = "failed"
+	healthLoading = "loading"
 )
 
 // ShardNode is one node of a Shard.
@@ -49,19 +49,7 @@ type ShardNode struct {
 // valkey-go's ToAny produces. Each shard and node may be a map (RESP3) or
 // a flat key/value array (RESP2).
 func ParseClusterShards(reply any) ([]Shard, error) {
-	list, ok := reply.([]any)
-	if !ok {
-		return nil, fmt.Errorf("parsing CLUSTER SHARDS: want an array, got %T", reply)
-	}
-	out := make([]Shard, 0, len(list))
-	for i, item := range list {
-		s, err := parseShard(item)
-		if err != nil {
-			return nil, fmt.Errorf("parsing CLUSTER SHARDS entry %d: %w", i, err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return parseEntries(reply, "CLUSTER SHARDS", parseShard)
 }
 
 func parseShard(v any) (Shard, error) {
@@ -143,6 +131,24 @@ func parseShardNode(v any) (ShardNode, error) {
 		return ShardNode{}, fmt.Errorf("no id")
 	}
 	return n, nil
+}
+
+// parseEntries parses a reply that is an array of entries, each with
+// parse; command names the reply in errors.
+func parseEntries[T any](reply any, command string, parse func(any) (T, error)) ([]T, error) {
+	list, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("parsing %s: want an array, got %T", command, reply)
+	}
+	out := make([]T, 0, len(list))
+	for i, item := range list {
+		v, err := parse(item)
+		if err != nil {
+			return nil, fmt.Errorf("parsing %s entry %d: %w", command, i, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // asFields accepts a map or a flat key/value array.

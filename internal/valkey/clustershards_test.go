@@ -35,14 +35,14 @@ func TestParseClusterShards(t *testing.T) {
 				{
 					Slots: []SlotRange{{Start: 0, End: 5460}, {Start: 10923, End: 16383}},
 					Nodes: []ShardNode{
-						{ID: "4c5ff181d2cf4e450712d0bb6945b1ef316371a1", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-0.test.ns.svc.cluster.local", TLSPort: 45755, Role: ShardRolePrimary, Health: HealthOnline},
-						{ID: "4155b3bced161ddd26cceb5562399c4c877fc81d", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-2.test.ns.svc.cluster.local", TLSPort: 43969, Role: ShardRoleReplica, Health: HealthLoading},
+						{ID: "4c5ff181d2cf4e450712d0bb6945b1ef316371a1", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-0.test.ns.svc.cluster.local", TLSPort: 45755, Role: shardRolePrimary, Health: healthOnline},
+						{ID: "4155b3bced161ddd26cceb5562399c4c877fc81d", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-2.test.ns.svc.cluster.local", TLSPort: 43969, Role: shardRoleReplica, Health: healthLoading},
 					},
 				},
 				{
 					Slots: []SlotRange{{Start: 5461, End: 10922}},
 					Nodes: []ShardNode{
-						{ID: "155c4693f0d988df26a85d6ebd020a336fb262b3", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-1.test.ns.svc.cluster.local", TLSPort: 39795, Role: ShardRolePrimary, Health: HealthOnline},
+						{ID: "155c4693f0d988df26a85d6ebd020a336fb262b3", Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-1.test.ns.svc.cluster.local", TLSPort: 39795, Role: shardRolePrimary, Health: healthOnline},
 					},
 				},
 			},
@@ -69,13 +69,13 @@ func TestParseClusterShards(t *testing.T) {
 			want: []Shard{
 				{
 					Slots: []SlotRange{{Start: 5461, End: 9999}},
-					Nodes: []ShardNode{{ID: id1, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-1.test.ns.svc.cluster.local", Port: 7101, Role: ShardRolePrimary, Health: HealthOnline}},
+					Nodes: []ShardNode{{ID: id1, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-1.test.ns.svc.cluster.local", Port: 7101, Role: shardRolePrimary, Health: healthOnline}},
 				},
 				{
 					Slots: []SlotRange{{Start: 0, End: 5460}, {Start: 10000, End: 16383}},
 					Nodes: []ShardNode{
-						{ID: id0, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-0.test.ns.svc.cluster.local", Port: 7100, Role: ShardRolePrimary, ReplicationOffset: 54, Health: HealthOnline},
-						{ID: id2, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-2.test.ns.svc.cluster.local", Port: 7102, Role: ShardRoleReplica, ReplicationOffset: 54, Health: HealthLoading},
+						{ID: id0, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-0.test.ns.svc.cluster.local", Port: 7100, Role: shardRolePrimary, ReplicationOffset: 54, Health: healthOnline},
+						{ID: id2, Endpoint: "127.0.0.1", IP: "127.0.0.1", Hostname: "node-2.test.ns.svc.cluster.local", Port: 7102, Role: shardRoleReplica, ReplicationOffset: 54, Health: healthLoading},
 					},
 				},
 			},
@@ -83,7 +83,7 @@ func TestParseClusterShards(t *testing.T) {
 		{
 			name:  "shard of replicas without slots",
 			reply: []any{map[string]any{"slots": []any{}, "nodes": []any{map[string]any{"id": id2, "role": "replica", "health": "failed", "port": int64(6379)}}}},
-			want:  []Shard{{Nodes: []ShardNode{{ID: id2, Role: ShardRoleReplica, Health: HealthFailed, Port: 6379}}}},
+			want:  []Shard{{Nodes: []ShardNode{{ID: id2, Role: shardRoleReplica, Health: healthFailed, Port: 6379}}}},
 		},
 		{name: "empty", reply: []any{}, want: []Shard{}},
 		{name: "not an array", reply: "ERR", wantErr: true},
@@ -107,11 +107,11 @@ func TestParseClusterShards(t *testing.T) {
 }
 
 func TestShardPrimary(t *testing.T) {
-	s := Shard{Nodes: []ShardNode{{ID: id2, Role: ShardRoleReplica}, {ID: id0, Role: ShardRolePrimary}}}
-	if p, ok := s.Primary(); !ok || p.ID != id0 {
-		t.Fatalf("Primary = %+v, %v", p, ok)
+	s := Shard{Nodes: []ShardNode{{ID: id2, Role: shardRoleReplica}, {ID: id0, Role: shardRolePrimary}}}
+	if p, ok := s.primary(); !ok || p.ID != id0 {
+		t.Fatalf("primary = %+v, %v", p, ok)
 	}
-	if _, ok := (Shard{Nodes: []ShardNode{{ID: id2, Role: ShardRoleReplica}}}).Primary(); ok {
+	if _, ok := (Shard{Nodes: []ShardNode{{ID: id2, Role: shardRoleReplica}}}).primary(); ok {
 		t.Fatal("found a primary among replicas")
 	}
 }

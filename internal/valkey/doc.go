@@ -2,8 +2,8 @@
 // operator: it dials (plaintext or verified TLS), authenticates as the
 // operator's ACL user and issues typed admin commands.
 //
-// Replies are parsed by pure functions (ParseClusterNodes,
-// ParseClusterShards, ParseClusterInfo, ParseInfo, ParseSlotRanges, ...)
+// Replies are parsed by pure functions (parseClusterNodes,
+// ParseClusterShards, parseClusterInfo, parseInfo, ParseSlotRanges, ...)
 // that never touch the network, so they can be tested against captured
 // server output.
 //

@@ -7,9 +7,9 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// ErrNotSupported marks a command the node's Valkey version does not
+// errNotSupported marks a command the node's Valkey version does not
 // have, e.g. CLUSTER MIGRATESLOTS before 9.0.
-var ErrNotSupported = errors.New("not supported by this Valkey version")
+var errNotSupported = errors.New("not supported by this Valkey version")
 
 // IsNoPermission reports whether err is the node refusing a command the
 // authenticated ACL user is not granted.

@@ -10,9 +10,9 @@ import (
 // "replication", ...) to its key/value fields.
 type InfoSections map[string]map[string]string
 
-// ParseInfo parses the text INFO returns. Fields before any "# Section"
+// parseInfo parses the text INFO returns. Fields before any "# Section"
 // header land in section "".
-func ParseInfo(text string) InfoSections {
+func parseInfo(text string) InfoSections {
 	out := InfoSections{}
 	section := ""
 	for _, line := range strings.Split(text, "\n") {
@@ -39,9 +39,9 @@ func ParseInfo(text string) InfoSections {
 	return out
 }
 
-// Flat merges every section into one map; INFO keys are unique across
+// flat merges every section into one map; INFO keys are unique across
 // sections.
-func (s InfoSections) Flat() map[string]string {
+func (s InfoSections) flat() map[string]string {
 	out := map[string]string{}
 	for _, fields := range s {
 		for k, v := range fields {
@@ -65,9 +65,9 @@ type ServerInfo struct {
 	Fields        map[string]string
 }
 
-// ParseServerInfo extracts ServerInfo from INFO SERVER output.
-func ParseServerInfo(text string) (ServerInfo, error) {
-	fields := ParseInfo(text).Flat()
+// parseServerInfo extracts ServerInfo from INFO SERVER output.
+func parseServerInfo(text string) (ServerInfo, error) {
+	fields := parseInfo(text).flat()
 	raw, ok := fields["valkey_version"]
 	if !ok {
 		// Valkey 7.2 predates valkey_version; its redis_version is real.
@@ -143,7 +143,7 @@ func (r ReplicationInfo) LinkUp() bool {
 
 // ParseReplicationInfo extracts ReplicationInfo from INFO REPLICATION output.
 func ParseReplicationInfo(text string) (ReplicationInfo, error) {
-	fields := ParseInfo(text).Flat()
+	fields := parseInfo(text).flat()
 	info := ReplicationInfo{
 		Role:              fields["role"],
 		PrimaryHost:       fields["master_host"],

@@ -11,11 +11,11 @@ func TestParseInfo(t *testing.T) {
 		"server":   {"valkey_version": "8.0.1", "executable": "/usr/bin/valkey-server"},
 		"keyspace": {"db0": "keys=1,expires=0,avg_ttl=0"},
 	}
-	if got := ParseInfo(text); !reflect.DeepEqual(got, want) {
-		t.Fatalf("ParseInfo = %v, want %v", got, want)
+	if got := parseInfo(text); !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseInfo = %v, want %v", got, want)
 	}
-	if got := ParseInfo(text).Flat()["db0"]; got != "keys=1,expires=0,avg_ttl=0" {
-		t.Fatalf("Flat()[db0] = %q", got)
+	if got := parseInfo(text).flat()["db0"]; got != "keys=1,expires=0,avg_ttl=0" {
+		t.Fatalf("flat()[db0] = %q", got)
 	}
 }
 
@@ -46,7 +46,7 @@ func TestParseServerInfo(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			lineEndings(t, tc.text, func(t *testing.T, text string) {
-				got, err := ParseServerInfo(text)
+				got, err := parseServerInfo(text)
 				if (err != nil) != tc.wantErr {
 					t.Fatalf("error = %v, wantErr %v", err, tc.wantErr)
 				}
@@ -150,7 +150,7 @@ func TestParseClusterInfo(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			lineEndings(t, tc.text, func(t *testing.T, text string) {
-				got, err := ParseClusterInfo(text)
+				got, err := parseClusterInfo(text)
 				if (err != nil) != tc.wantErr {
 					t.Fatalf("error = %v, wantErr %v", err, tc.wantErr)
 				}

@@ -92,10 +92,10 @@ func migrateCommand(b valkey.Builder, a MigrateArgs, keys []string) valkey.Compl
 
 // ClusterMigrateSlots starts an atomic slot migration of ranges from this
 // node (their owner) to targetID. Valkey >= 9 only; older servers yield
-// ErrNotSupported. The reply only means the job started: follow it with
+// errNotSupported. The reply only means the job started: follow it with
 // ClusterGetSlotMigrations.
 func (n *Node) ClusterMigrateSlots(ctx context.Context, targetID string, ranges ...SlotRange) error {
-	what := fmt.Sprintf("CLUSTER MIGRATESLOTS SLOTSRANGE %s NODE %s", FormatSlotRanges(ranges), targetID)
+	what := fmt.Sprintf("CLUSTER MIGRATESLOTS SLOTSRANGE %s NODE %s", formatSlotRanges(ranges), targetID)
 	if len(ranges) == 0 {
 		return fmt.Errorf("%s on %s: no ranges", what, n.addr)
 	}
@@ -124,7 +124,7 @@ func (n *Node) ClusterGetSlotMigrations(ctx context.Context) ([]SlotMigration, e
 	if err != nil {
 		return nil, n.wrap(what, notSupported(err))
 	}
-	migrations, err := ParseSlotMigrations(reply)
+	migrations, err := parseSlotMigrations(reply)
 	return migrations, n.wrap(what, err)
 }
 
@@ -142,7 +142,7 @@ func (n *Node) ClusterCancelSlotMigrations(ctx context.Context) error {
 
 func notSupported(err error) error {
 	if err != nil && isUnknownCommand(err) {
-		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+		return fmt.Errorf("%w: %w", errNotSupported, err)
 	}
 	return err
 }

@@ -32,7 +32,7 @@ func TestAtomicSlotMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !info.Version.AtLeast(AtomicSlotMigrationVersion) {
+	if !info.Version.AtLeast(atomicSlotMigrationVersion) {
 		t.Fatalf("bin/valkey9 runs %s", info.Version)
 	}
 	if err := nodes[0].ClusterMeet(ctx, servers[1].IP, servers[1].Port, servers[1].BusPort); err != nil {
@@ -81,7 +81,7 @@ func TestAtomicSlotMigration(t *testing.T) {
 			return fmt.Errorf("job in state %s", j.State)
 		}
 		if j.State != SlotMigrationSuccess || j.Operation != "EXPORT" || j.TargetNode != ids[1] ||
-			FormatSlotRanges(j.SlotRanges) != "0-99,200-299" {
+			formatSlotRanges(j.SlotRanges) != "0-99,200-299" {
 			t.Fatalf("job = %+v", j)
 		}
 		return nil
@@ -92,7 +92,7 @@ func TestAtomicSlotMigration(t *testing.T) {
 	}
 	owner, _ := all.ByID(ids[1])
 	if !slices.Equal(owner.Slots, []SlotRange{{Start: 0, End: 99}, {Start: 200, End: 299}, {Start: 8192, End: MaxSlot}}) {
-		t.Fatalf("node 1 serves %s", FormatSlotRanges(owner.Slots))
+		t.Fatalf("node 1 serves %s", formatSlotRanges(owner.Slots))
 	}
 	if n, err := nodes[1].ClusterCountKeysInSlot(ctx, slot); err != nil || n != 2 {
 		t.Fatalf("keys in slot %d on the target = %d, %v", slot, n, err)

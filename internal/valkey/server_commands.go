@@ -22,7 +22,7 @@ func (n *Node) InfoServer(ctx context.Context) (ServerInfo, error) {
 	if err != nil {
 		return ServerInfo{}, err
 	}
-	info, err := ParseServerInfo(text)
+	info, err := parseServerInfo(text)
 	return info, n.wrap("INFO SERVER", err)
 }
 
@@ -63,13 +63,13 @@ func (n *Node) InfoNode(ctx context.Context) (NodeInfo, error) {
 		return NodeInfo{}, err
 	}
 	var out NodeInfo
-	if out.Server, err = ParseServerInfo(text); err != nil {
+	if out.Server, err = parseServerInfo(text); err != nil {
 		return NodeInfo{}, n.wrap("INFO", err)
 	}
 	if out.Replication, err = ParseReplicationInfo(text); err != nil {
 		return NodeInfo{}, n.wrap("INFO", err)
 	}
-	fields := ParseInfo(text).Flat()
+	fields := parseInfo(text).flat()
 	for k, dst := range map[string]*int64{"used_memory": &out.Memory.Used, "used_memory_dataset": &out.Memory.Dataset, "maxmemory": &out.Memory.MaxMemory} {
 		if v, ok := fields[k]; ok {
 			b, err := parseBytes(v)
@@ -108,7 +108,7 @@ func (n *Node) Info(ctx context.Context, sections ...string) (InfoSections, erro
 	if err != nil {
 		return nil, err
 	}
-	return ParseInfo(text), nil
+	return parseInfo(text), nil
 }
 
 // AclLoad makes the node reload its ACL file.

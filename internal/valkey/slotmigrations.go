@@ -46,22 +46,10 @@ func (m SlotMigration) Finished() bool {
 	return false
 }
 
-// ParseSlotMigrations parses a CLUSTER GETSLOTMIGRATIONS reply in the
+// parseSlotMigrations parses a CLUSTER GETSLOTMIGRATIONS reply in the
 // generic form valkey-go's ToAny produces.
-func ParseSlotMigrations(reply any) ([]SlotMigration, error) {
-	list, ok := reply.([]any)
-	if !ok {
-		return nil, fmt.Errorf("parsing CLUSTER GETSLOTMIGRATIONS: want an array, got %T", reply)
-	}
-	out := make([]SlotMigration, 0, len(list))
-	for i, item := range list {
-		m, err := parseSlotMigration(item)
-		if err != nil {
-			return nil, fmt.Errorf("parsing CLUSTER GETSLOTMIGRATIONS entry %d: %w", i, err)
-		}
-		out = append(out, m)
-	}
-	return out, nil
+func parseSlotMigrations(reply any) ([]SlotMigration, error) {
+	return parseEntries(reply, "CLUSTER GETSLOTMIGRATIONS", parseSlotMigration)
 }
 
 func parseSlotMigration(v any) (SlotMigration, error) {

@@ -56,7 +56,7 @@ func TestParseSlotMigrations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseSlotMigrations(tc.reply)
+			got, err := parseSlotMigrations(tc.reply)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, wantErr %v", err, tc.wantErr)
 			}

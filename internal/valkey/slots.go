@@ -17,8 +17,8 @@ const MaxSlot = slotrange.Max
 // SlotRange is an inclusive range of hash slots, the planner's type too.
 type SlotRange = slotrange.Range
 
-// ParseSlotRange parses "start-end" or a single slot "n".
-func ParseSlotRange(s string) (SlotRange, error) {
+// parseSlotRange parses "start-end" or a single slot "n".
+func parseSlotRange(s string) (SlotRange, error) {
 	startText, endText, isRange := strings.Cut(s, "-")
 	if !isRange {
 		endText = startText
@@ -40,14 +40,14 @@ func ParseSlotRange(s string) (SlotRange, error) {
 
 // ParseSlotRanges parses ranges separated by commas and/or whitespace,
 // e.g. "0-5460,10000-16383" or "0-10 20-29". The result is kept in input
-// order; use MergeSlotRanges to normalise it.
+// order; use mergeSlotRanges to normalise it.
 func ParseSlotRanges(s string) ([]SlotRange, error) {
 	fields := strings.FieldsFunc(s, func(r rune) bool {
 		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
 	})
 	out := make([]SlotRange, 0, len(fields))
 	for _, f := range fields {
-		r, err := ParseSlotRange(f)
+		r, err := parseSlotRange(f)
 		if err != nil {
 			return nil, err
 		}
@@ -56,24 +56,24 @@ func ParseSlotRanges(s string) ([]SlotRange, error) {
 	return out, nil
 }
 
-// MergeSlotRanges returns the ranges sorted, with overlapping and adjacent
+// mergeSlotRanges returns the ranges sorted, with overlapping and adjacent
 // ranges joined. The input is not modified.
-func MergeSlotRanges(ranges []SlotRange) []SlotRange { return slotrange.Merge(ranges) }
+func mergeSlotRanges(ranges []SlotRange) []SlotRange { return slotrange.Merge(ranges) }
 
 // CountSlots returns how many distinct slots the ranges cover; overlaps
 // are counted once.
 func CountSlots(ranges []SlotRange) int {
 	n := 0
-	for _, r := range MergeSlotRanges(ranges) {
+	for _, r := range mergeSlotRanges(ranges) {
 		n += r.Count()
 	}
 	return n
 }
 
-// FormatSlotRanges formats ranges as a comma-separated list after merging,
+// formatSlotRanges formats ranges as a comma-separated list after merging,
 // e.g. "0-5460,10000-16383"; "" for none.
-func FormatSlotRanges(ranges []SlotRange) string {
-	merged := MergeSlotRanges(ranges)
+func formatSlotRanges(ranges []SlotRange) string {
+	merged := mergeSlotRanges(ranges)
 	parts := make([]string, len(merged))
 	for i, r := range merged {
 		parts[i] = r.String()
@@ -81,12 +81,12 @@ func FormatSlotRanges(ranges []SlotRange) string {
 	return strings.Join(parts, ",")
 }
 
-// MissingSlots returns the slots in 0..MaxSlot that no range covers, as
+// missingSlots returns the slots in 0..MaxSlot that no range covers, as
 // merged ranges. An empty result means full coverage.
-func MissingSlots(ranges []SlotRange) []SlotRange {
+func missingSlots(ranges []SlotRange) []SlotRange {
 	var out []SlotRange
 	next := 0
-	for _, r := range MergeSlotRanges(ranges) {
+	for _, r := range mergeSlotRanges(ranges) {
 		if r.Start > next {
 			out = append(out, SlotRange{Start: next, End: r.Start - 1})
 		}

@@ -22,13 +22,13 @@ func TestParseSlotRange(t *testing.T) {
 		{in: "", wantErr: true},
 	}
 	for _, tc := range tests {
-		got, err := ParseSlotRange(tc.in)
+		got, err := parseSlotRange(tc.in)
 		if (err != nil) != tc.wantErr {
-			t.Errorf("ParseSlotRange(%q) error = %v, wantErr %v", tc.in, err, tc.wantErr)
+			t.Errorf("parseSlotRange(%q) error = %v, wantErr %v", tc.in, err, tc.wantErr)
 			continue
 		}
 		if got != tc.want {
-			t.Errorf("ParseSlotRange(%q) = %v, want %v", tc.in, got, tc.want)
+			t.Errorf("parseSlotRange(%q) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
@@ -102,22 +102,22 @@ func TestSlotRangeHelpers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := MergeSlotRanges(tc.in); !reflect.DeepEqual(got, tc.merged) {
-				t.Errorf("MergeSlotRanges = %v, want %v", got, tc.merged)
+			if got := mergeSlotRanges(tc.in); !reflect.DeepEqual(got, tc.merged) {
+				t.Errorf("mergeSlotRanges = %v, want %v", got, tc.merged)
 			}
 			if got := CountSlots(tc.in); got != tc.count {
 				t.Errorf("CountSlots = %d, want %d", got, tc.count)
 			}
-			if got := FormatSlotRanges(tc.in); got != tc.format {
-				t.Errorf("FormatSlotRanges = %q, want %q", got, tc.format)
+			if got := formatSlotRanges(tc.in); got != tc.format {
+				t.Errorf("formatSlotRanges = %q, want %q", got, tc.format)
 			}
-			if got := MissingSlots(tc.in); !reflect.DeepEqual(got, tc.missing) {
-				t.Errorf("MissingSlots = %v, want %v", got, tc.missing)
+			if got := missingSlots(tc.in); !reflect.DeepEqual(got, tc.missing) {
+				t.Errorf("missingSlots = %v, want %v", got, tc.missing)
 			}
 			// Formatting then parsing gives the merged ranges back.
 			back, err := ParseSlotRanges(tc.format)
 			if err != nil || (len(tc.merged) > 0 && !reflect.DeepEqual(back, tc.merged)) {
-				t.Errorf("ParseSlotRanges(FormatSlotRanges) = %v, %v", back, err)
+				t.Errorf("ParseSlotRanges(formatSlotRanges) = %v, %v", back, err)
 			}
 		})
 	}
@@ -125,7 +125,7 @@ func TestSlotRangeHelpers(t *testing.T) {
 
 func TestMergeSlotRangesLeavesInputAlone(t *testing.T) {
 	in := []SlotRange{{Start: 10, End: 20}, {Start: 0, End: 5}}
-	MergeSlotRanges(in)
+	mergeSlotRanges(in)
 	if !reflect.DeepEqual(in, []SlotRange{{Start: 10, End: 20}, {Start: 0, End: 5}}) {
 		t.Fatalf("input modified: %v", in)
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// DefaultTimeout bounds dialing (TCP connect plus TLS handshake plus AUTH)
+// defaultTimeout bounds dialing (TCP connect plus TLS handshake plus AUTH)
 // and each command when Target.Timeout is zero.
-const DefaultTimeout = 5 * time.Second
+const defaultTimeout = 5 * time.Second
 
 // Target says how to reach and authenticate to one node.
 type Target struct {
@@ -28,7 +28,7 @@ type Target struct {
 	// Dialer opens the TCP connection; nil uses net.Dialer. TLS is layered
 	// on top of whatever it returns.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Timeout overrides DefaultTimeout.
+	// Timeout overrides defaultTimeout.
 	Timeout time.Duration
 }
 
@@ -52,7 +52,7 @@ func (t Target) timeout() time.Duration {
 	if t.Timeout > 0 {
 		return t.Timeout
 	}
-	return DefaultTimeout
+	return defaultTimeout
 }
 
 // ClientConfig builds the crypto/tls configuration for t: verification

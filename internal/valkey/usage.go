@@ -25,10 +25,10 @@ type UsageInfo struct {
 	NetBytes int64
 }
 
-// ParseUsageInfo extracts UsageInfo from the output of
+// parseUsageInfo extracts UsageInfo from the output of
 // INFO SERVER MEMORY CPU STATS.
-func ParseUsageInfo(text string) (UsageInfo, error) {
-	fields := ParseInfo(text).Flat()
+func parseUsageInfo(text string) (UsageInfo, error) {
+	fields := parseInfo(text).flat()
 	if _, ok := fields["used_memory"]; !ok {
 		return UsageInfo{}, fmt.Errorf("parsing usage INFO: no used_memory field")
 	}
@@ -77,6 +77,6 @@ func (n *Node) Usage(ctx context.Context) (UsageInfo, error) {
 	if err != nil {
 		return UsageInfo{}, err
 	}
-	u, err := ParseUsageInfo(text)
+	u, err := parseUsageInfo(text)
 	return u, n.wrap("INFO", err)
 }

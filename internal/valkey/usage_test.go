@@ -10,7 +10,7 @@ func TestParseUsageInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := ParseUsageInfo(string(raw))
+	u, err := parseUsageInfo(string(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestParseUsageInfo(t *testing.T) {
 	cpu := u.CPUSeconds
 	u.CPUSeconds = 0
 	if u != want {
-		t.Fatalf("ParseUsageInfo = %+v, want %+v", u, want)
+		t.Fatalf("parseUsageInfo = %+v, want %+v", u, want)
 	}
 	if cpu < 0.0458 || cpu > 0.0459 {
 		t.Fatalf("CPUSeconds = %v, want used_cpu_sys+used_cpu_user = 0.045871", cpu)
@@ -37,7 +37,7 @@ func TestParseUsageInfoRefuses(t *testing.T) {
 		"bad maxmemory":    "# Memory\r\nused_memory:10\r\nmaxmemory:lots\r\n",
 		"bad used_cpu_sys": "# Memory\r\nused_memory:10\r\n# CPU\r\nused_cpu_sys:x\r\n",
 	} {
-		if _, err := ParseUsageInfo(text); err == nil {
+		if _, err := parseUsageInfo(text); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

@@ -49,8 +49,8 @@ func (v Version) Compare(o Version) int {
 // AtLeast reports whether v is o or newer.
 func (v Version) AtLeast(o Version) bool { return v.Compare(o) >= 0 }
 
-// AtomicSlotMigrationVersion is the first release with CLUSTER MIGRATESLOTS.
-var AtomicSlotMigrationVersion = Version{Major: 9}
+// atomicSlotMigrationVersion is the first release with CLUSTER MIGRATESLOTS.
+var atomicSlotMigrationVersion = Version{Major: 9}
 
 // aclLoadFixed is the first Valkey 8 release whose replicas survive ACL
 // LOAD: from 8.0.0 up to 8.0.2 the command dereferences the user of the

@@ -46,8 +46,8 @@ func TestVersionCompare(t *testing.T) {
 			t.Errorf("%s.AtLeast(%s) = %v", tc.a, tc.b, got)
 		}
 	}
-	if (Version{8, 0, 1}).AtLeast(AtomicSlotMigrationVersion) || !(Version{9, 0, 0}).AtLeast(AtomicSlotMigrationVersion) {
-		t.Error("AtomicSlotMigrationVersion is not 9.0.0")
+	if (Version{8, 0, 1}).AtLeast(atomicSlotMigrationVersion) || !(Version{9, 0, 0}).AtLeast(atomicSlotMigrationVersion) {
+		t.Error("atomicSlotMigrationVersion is not 9.0.0")
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 func BenchmarkTLSLeafRotation(b *testing.B) {
 	rotations := envInt("VALKEY_BENCH_ROTATIONS", 3)
 	ca := testcerts.NewCA("bench-rotation-ca")
-	f := newTLSFixture(b, benchNamespace("bench-rotation"), ca)
+	f := newTLSCluster(b, benchNamespace("bench-rotation"), ca, 1, 1)
 	f.waitServing(ca.CertPEM, f.leaf, time.Minute)
 	var samples []float64
 	var total time.Duration

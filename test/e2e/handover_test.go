@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,26 +102,4 @@ func runHandOver(t *testing.T, version, how string) {
 	if n := countEvents(t, key, string(topology.KindFailover), topology.ReasonHandOver+": "+replica); n != 1 {
 		t.Errorf("%d Failover Events for the hand-over from %s to %s, want 1", n, primary, replica)
 	}
-}
-
-// longestWriteGap is the longest time between two acknowledged writes (or
-// from the start or to now), and when it began.
-func (l *clientLoad) longestWriteGap() (time.Duration, time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ats := make([]time.Time, 0, len(l.ackAt))
-	for _, at := range l.ackAt {
-		ats = append(ats, at)
-	}
-	slices.SortFunc(ats, func(a, b time.Time) int { return a.Compare(b) })
-	var longest time.Duration
-	var from time.Time
-	prev := l.start
-	for _, at := range append(ats, time.Now()) {
-		if d := at.Sub(prev); d > longest {
-			longest, from = d, prev
-		}
-		prev = at
-	}
-	return longest, from
 }

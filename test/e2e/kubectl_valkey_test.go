@@ -19,7 +19,7 @@ import (
 // that catches a wrong CA or a plaintext endpoint.
 func TestKubectlValkey(t *testing.T) {
 	t.Parallel()
-	f := newTLSFixture(t, "kubectl-valkey", testcerts.NewCA("kubectl-valkey-ca"))
+	f := newTLSCluster(t, "kubectl-valkey", testcerts.NewCA("kubectl-valkey-ca"), 1, 1)
 	run := func(t *testing.T, args ...string) (string, error) {
 		t.Helper()
 		var stdout, stderr strings.Builder

@@ -57,10 +57,7 @@ func TestPlaintextClusterLifecycle(t *testing.T) {
 
 	assertPodAnnotationsInPlace(t, client.ObjectKeyFromObject(vc), got.Status.Nodes)
 
-	if err := k8sClient.Delete(ctx, vc); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, "plain", vc.Name)
+	deleteCluster(t, client.ObjectKeyFromObject(vc))
 }
 
 // The TLS page's example cluster, installed from config/samples as the demo

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,26 +41,13 @@ func TestExporterMetrics(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the exporter of a TLS cluster reaches its node by the pod's DNS name, which this runtime resolves only through /etc/hosts (root)")
 	}
-	const ns, name = "metrics", "cache"
+	const ns = "metrics"
 	ctx := context.Background()
-	createRestrictedNamespace(t, ns)
 	cfg := createConfig(t, "monitored-"+ns, "8.0.1", valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"maxmemory": "64mb"},
 		Exporter: &valkeyv1.Exporter{Enabled: ptr.To(true)}})
 	ca := testcerts.NewCA("metrics-ca")
-	secret := testcerts.Secret(name+"-tls", ns, testcerts.Leaf(ca, name, ns, clusterDomain))
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 1, ReplicasPerShard: 1,
-			TLS: &valkeyv1.TLSSpec{SecretRef: secret.Name}},
-	}
-	for _, o := range []client.Object{secret, vc} {
-		if err := k8sClient.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
-	}
-	deleteAtEnd(t, vc)
-	key := client.ObjectKeyFromObject(vc)
-	got := waitActive(t, key, 1, 1, 5*time.Minute)
+	f := newTLSCluster(t, ns, ca, 1, 1, withConfig(cfg), inRestrictedNamespace())
+	got := f.cluster()
 	primary, replica := got.Status.ShardStatuses[0].Primary, got.Status.ShardStatuses[0].Replicas[0]
 
 	// The exporter's credential reaches it by reference only.
@@ -119,7 +105,7 @@ func TestExporterMetrics(t *testing.T) {
 
 	// The key count follows real writes, on the primary and, replicated,
 	// on the replica.
-	c := clusterClient(t, fmt.Sprintf("%s.%s.svc.%s:6379", name, ns, clusterDomain), ca.CertPEM)
+	c := clusterClient(t, f.service(), ca.CertPEM)
 	data := writeKeys(t, c, "metrics", 300)
 	checkKeys(t, c, data)
 	eventually(t, time.Minute, "300 keys counted on both nodes", func() error {

@@ -119,10 +119,7 @@ func TestPodSecurityRestrictedNamespace(t *testing.T) {
 	}
 	checkShardBudgets(t, got, 1, 2)
 
-	if err := k8sClient.Delete(ctx, vc); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, ns, vc.Name)
+	deleteCluster(t, client.ObjectKeyFromObject(vc))
 }
 
 // With placement.zoneSpread required, the members of a shard run in
@@ -172,8 +169,5 @@ func TestPodSecurityRequiredZoneSpread(t *testing.T) {
 	}
 	checkShardBudgets(t, got, 1, 3)
 
-	if err := k8sClient.Delete(ctx, vc); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, ns, vc.Name)
+	deleteCluster(t, client.ObjectKeyFromObject(vc))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/localkube"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -39,10 +37,7 @@ func TestBootstrapShapes(t *testing.T) {
 			got := waitActive(t, client.ObjectKeyFromObject(vc), s.shards, s.replicas, 4*time.Minute)
 			t.Logf("%dx%d Active after %s", s.shards, s.replicas, time.Since(start).Round(time.Millisecond))
 			assertReplicaLinksUp(t, ns, got)
-			if err := k8sClient.Delete(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
-			waitGone(t, ns, vc.Name)
+			deleteCluster(t, client.ObjectKeyFromObject(vc))
 		})
 	}
 }
@@ -85,57 +80,4 @@ func assertReplicaLinksUp(t testing.TB, ns string, vc *valkeyv1.ValkeyCluster) {
 	if replicas != want {
 		t.Fatalf("%d nodes report being a replica, status lists %d", replicas, want)
 	}
-}
-
-// waitGone waits until a namespace holds none of the objects a cluster
-// creates, and no process of its pods survives.
-func waitGone(t testing.TB, ns, cluster string) {
-	t.Helper()
-	ctx := context.Background()
-	sel := client.MatchingLabels{valkeyv1.LabelInstance: cluster}
-	eventually(t, 2*time.Minute, "every object of the cluster to be gone", func() error {
-		var left []string
-		lists := map[string]client.ObjectList{
-			"pods": &corev1.PodList{}, "configmaps": &corev1.ConfigMapList{}, "secrets": &corev1.SecretList{},
-			"services": &corev1.ServiceList{}, "valkeynodes": &valkeyv1.ValkeyNodeList{},
-		}
-		for kind, l := range lists {
-			opts := []client.ListOption{client.InNamespace(ns)}
-			if kind != "pods" && kind != "valkeynodes" {
-				opts = append(opts, sel)
-			}
-			if err := k8sClient.List(ctx, l, opts...); err != nil {
-				return err
-			}
-			if n := metaLen(l); n > 0 {
-				left = append(left, fmt.Sprintf("%d %s", n, kind))
-			}
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("left behind: %s", strings.Join(left, ", "))
-		}
-		return nil
-	})
-	assertNoProcesses(t, ns)
-}
-
-func metaLen(l client.ObjectList) int {
-	switch v := l.(type) {
-	case *corev1.PodList:
-		return len(v.Items)
-	case *corev1.ConfigMapList:
-		return len(v.Items)
-	case *corev1.SecretList:
-		return len(v.Items)
-	case *corev1.ServiceList:
-		return len(v.Items)
-	case *valkeyv1.ValkeyNodeList:
-		return len(v.Items)
-	}
-	return 0
-}
-
-func assertNoProcesses(t testing.TB, ns string) {
-	t.Helper()
-	localkube.AssertNoLeakedProcesses(t, local.Runtime.PodDirPrefix(ns))
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,7 @@ func TestTLSInvalidSecretOnActiveCluster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ca := testcerts.NewCA("invalid-ca")
-	f := newTLSFixture(t, "tls-invalid", ca)
+	f := newTLSCluster(t, "tls-invalid", ca, 1, 1)
 	c := clusterClient(t, f.service(), ca.CertPEM)
 	data := writeKeys(t, c, "invalid", 200)
 	generation := f.cluster().Generation
@@ -147,7 +148,16 @@ func applySecret(t testing.TB, ns, name string, want *corev1.Secret) {
 		t.Fatal(err)
 	}
 	if exists && (want == nil || cur.Type != want.Type) {
-		deleteAndWait(t, &cur)
+		if err := k8sClient.Delete(ctx, &cur); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("deleting Secret %s: %v", name, err)
+		}
+		eventually(t, 30*time.Second, name+" to be gone", func() error {
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&cur), &cur)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there: %v", err)
+		})
 		exists = false
 	}
 	if want == nil {

@@ -2,27 +2,19 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	vk "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
@@ -31,83 +23,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
-
-const clusterDomain = "cluster.local"
-
-// tlsFixture is a running 1-shard, 1-replica TLS cluster in its own
-// namespace, Active and with every node serving the Secret's certificate.
-type tlsFixture struct {
-	t      testing.TB
-	ns     string
-	name   string
-	secret string
-	key    client.ObjectKey
-	leaf   *testcerts.LeafCert
-}
-
-func newTLSFixture(t testing.TB, ns string, ca *testcerts.CA) *tlsFixture {
-	t.Helper()
-	return newTLSCluster(t, ns, ca, 1, 1)
-}
-
-func (f *tlsFixture) service() string {
-	return fmt.Sprintf("%s.%s.svc.%s:6379", f.name, f.ns, clusterDomain)
-}
-
-func (f *tlsFixture) cluster() *valkeyv1.ValkeyCluster { return getCluster(f.t, f.key) }
-
-func (f *tlsFixture) pods() []corev1.Pod {
-	f.t.Helper()
-	var list corev1.PodList
-	if err := k8sClient.List(context.Background(), &list, client.InNamespace(f.ns),
-		client.MatchingLabels{valkeyv1.LabelInstance: f.name}); err != nil {
-		f.t.Fatalf("listing pods: %v", err)
-	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	return list.Items
-}
-
-func (f *tlsFixture) podNames() []string {
-	var out []string
-	for _, p := range f.pods() {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
-// podIdentity is what a restart or a replacement would change.
-type podIdentity struct {
-	UID      types.UID
-	Restarts int32
-}
-
-func (f *tlsFixture) podSnapshot() map[string]podIdentity {
-	out := map[string]podIdentity{}
-	for _, p := range f.pods() {
-		id := podIdentity{UID: p.UID}
-		for _, cs := range p.Status.ContainerStatuses {
-			id.Restarts += cs.RestartCount
-		}
-		out[p.Name] = id
-	}
-	return out
-}
-
-func (f *tlsFixture) assertPodsUntouched(before map[string]podIdentity) {
-	f.t.Helper()
-	after := f.podSnapshot()
-	if len(after) != len(before) {
-		f.t.Fatalf("pods changed: before %v, after %v", before, after)
-	}
-	for name, id := range before {
-		if got, ok := after[name]; !ok || got != id {
-			f.t.Fatalf("pod %s changed: before %+v, after %+v", name, id, got)
-		}
-		if id.Restarts != 0 {
-			f.t.Fatalf("pod %s has restarted %d times", name, id.Restarts)
-		}
-	}
-}
 
 // served reads the leaf each node presents to a new connection, verified
 // against caPEM with the pod's name, as a client would.
@@ -174,75 +89,6 @@ func (f *tlsFixture) rotate(leaf *testcerts.LeafCert, caPEM []byte) {
 		s.Data[tlssecret.KeyPrivateKey] = leaf.KeyPEM
 		s.Data[tlssecret.KeyCA] = caPEM
 	})
-}
-
-// waitCondition waits for a condition; an empty message matches any.
-func (f *tlsFixture) waitCondition(typ string, status metav1.ConditionStatus, reason, message string, timeout time.Duration) {
-	f.t.Helper()
-	eventually(f.t, timeout, fmt.Sprintf("condition %s=%s (%s)", typ, status, reason), func() error {
-		c := meta.FindStatusCondition(f.cluster().Status.Conditions, typ)
-		if c == nil {
-			return errors.New("condition not set")
-		}
-		if c.Status != status || c.Reason != reason || (message != "" && c.Message != message) {
-			return fmt.Errorf("%s (%s): %s", c.Status, c.Reason, c.Message)
-		}
-		return nil
-	})
-}
-
-// waitEvent waits for an Event on the cluster whose note contains note.
-func (f *tlsFixture) waitEvent(typ, reason, note string, timeout time.Duration) {
-	f.t.Helper()
-	eventually(f.t, timeout, fmt.Sprintf("%s Event %s %q", typ, reason, note), func() error {
-		var list eventsv1.EventList
-		if err := k8sClient.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
-			return err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != f.name {
-				continue
-			}
-			if e.Type == typ && e.Reason == reason && strings.Contains(e.Note, note) {
-				return nil
-			}
-			seen = append(seen, e.Type+"/"+e.Reason+": "+e.Note)
-		}
-		return fmt.Errorf("events so far: %q", seen)
-	})
-}
-
-// watchStates records every state other than Active the cluster passes
-// through until the returned function is called.
-func (f *tlsFixture) watchStates() func() []string {
-	var mu sync.Mutex
-	var bad []string
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			var vc valkeyv1.ValkeyCluster
-			if err := k8sClient.Get(context.Background(), f.key, &vc); err == nil && vc.Status.State != valkeyv1.StateActive {
-				mu.Lock()
-				bad = append(bad, fmt.Sprintf("%s %s (%s)", time.Now().Format("15:04:05.000"), vc.Status.State, vc.Status.Message))
-				mu.Unlock()
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	return func() []string {
-		close(stop)
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return bad
-	}
 }
 
 // watchCondition records every distinct value one condition takes, so a
@@ -319,108 +165,6 @@ func (f *tlsFixture) replicationCounters(caPEM []byte) (syncs string, replicaLin
 	return syncs, replicaLink
 }
 
-// traffic keeps one client busy with SET and GET until stopped.
-type traffic struct {
-	ok, failed atomic.Int64
-	mu         sync.Mutex
-	errs       []error
-	stop       chan struct{}
-	done       chan struct{}
-}
-
-func startTraffic(c vk.Client, prefix string) *traffic {
-	tr := &traffic{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(tr.done)
-		for i := 0; ; i++ {
-			select {
-			case <-tr.stop:
-				return
-			default:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			k, v := fmt.Sprintf("%s:%d", prefix, i%500), fmt.Sprint(i)
-			err := c.Do(ctx, c.B().Set().Key(k).Value(v).Build()).Error()
-			if err == nil {
-				var got string
-				got, err = c.Do(ctx, c.B().Get().Key(k).Build()).ToString()
-				if err == nil && got != v {
-					err = fmt.Errorf("GET %s = %q, want %q", k, got, v)
-				}
-			}
-			cancel()
-			if err != nil {
-				tr.failed.Add(1)
-				tr.mu.Lock()
-				if len(tr.errs) < 5 {
-					tr.errs = append(tr.errs, err)
-				}
-				tr.mu.Unlock()
-			} else {
-				tr.ok.Add(1)
-			}
-			time.Sleep(5 * time.Millisecond) // pacing the client, not waiting for the operator
-		}
-	}()
-	return tr
-}
-
-func (tr *traffic) finish(t testing.TB) {
-	t.Helper()
-	close(tr.stop)
-	<-tr.done
-	ok, failed := tr.ok.Load(), tr.failed.Load()
-	t.Logf("client traffic: %d requests succeeded, %d failed", ok, failed)
-	if failed != 0 {
-		t.Fatalf("%d client requests failed during the rotation, e.g. %v", failed, tr.errs)
-	}
-	if ok == 0 {
-		t.Fatal("no client request succeeded during the rotation")
-	}
-}
-
-// metricValue reads one series from the operator's metrics registry.
-func metricValue(name string, labels map[string]string) (float64, bool) {
-	values := metricSamples(name, labels)
-	if len(values) == 0 {
-		return 0, false
-	}
-	return values[0], true
-}
-
-// metricSamples are the values of the in-process operator's series of the
-// named gauge or counter that carry every label given.
-func metricSamples(name string, labels map[string]string) []float64 {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		return nil
-	}
-	var out []float64
-	for _, mf := range families {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue next
-				}
-			}
-			if g := m.GetGauge(); g != nil {
-				out = append(out, g.GetValue())
-			} else if c := m.GetCounter(); c != nil {
-				out = append(out, c.GetValue())
-			}
-		}
-	}
-	return out
-}
-
 func (f *tlsFixture) reloads(result string) float64 {
 	v, _ := metricValue("valkey_tls_reloads_total", map[string]string{"namespace": f.ns, "cluster": f.name, "result": result})
 	return v
@@ -431,13 +175,13 @@ func (f *tlsFixture) reloads(result string) float64 {
 func TestTLSLeafRotationInPlace(t *testing.T) {
 	t.Parallel()
 	ca := testcerts.NewCA("rotation-leaf-ca")
-	f := newTLSFixture(t, "tls-rotate-leaf", ca)
+	f := newTLSCluster(t, "tls-rotate-leaf", ca, 1, 1)
 	c := clusterClient(t, f.service(), ca.CertPEM)
 	data := writeKeys(t, c, "leaf", 200)
 	f.waitServing(ca.CertPEM, f.leaf, 10*time.Second)
 	before := f.podSnapshot()
 	states := f.watchStates()
-	tr := startTraffic(c, "leaf-traffic")
+	load := startLoad(c, "leaf-traffic")
 
 	next := testcerts.Leaf(ca, f.name, f.ns, clusterDomain)
 	start := time.Now()
@@ -448,7 +192,7 @@ func TestTLSLeafRotationInPlace(t *testing.T) {
 
 	// A new connection is presented the new certificate, and still works.
 	checkKeys(t, clusterClient(t, f.service(), ca.CertPEM), data)
-	tr.finish(t)
+	load.finishUndisturbed(t)
 	f.assertPodsUntouched(before)
 	checkKeys(t, c, data)
 	if bad := states(); len(bad) > 0 {
@@ -476,7 +220,7 @@ func TestTLSLeafRotationInPlace(t *testing.T) {
 func TestTLSCARotationWithBundle(t *testing.T) {
 	t.Parallel()
 	oldCA, newCA := testcerts.NewCA("rotation-old-ca"), testcerts.NewCA("rotation-new-ca")
-	f := newTLSFixture(t, "tls-rotate-ca", oldCA)
+	f := newTLSCluster(t, "tls-rotate-ca", oldCA, 1, 1)
 	both := testcerts.Bundle(oldCA, newCA)
 	// Clients trust both CAs for the length of the rotation, as they must.
 	c := clusterClient(t, f.service(), both)
@@ -487,7 +231,7 @@ func TestTLSCARotationWithBundle(t *testing.T) {
 	}
 	before := f.podSnapshot()
 	states := f.watchStates()
-	tr := startTraffic(c, "ca-traffic")
+	load := startLoad(c, "ca-traffic")
 
 	// Step 1: both CAs, the new leaf.
 	next := testcerts.Leaf(newCA, f.name, f.ns, clusterDomain)
@@ -516,7 +260,7 @@ func TestTLSCARotationWithBundle(t *testing.T) {
 	t.Logf("step 3 (new CA only) loaded by every node after %s", time.Since(start).Round(time.Millisecond))
 	f.waitServing(newCA.CertPEM, next, 10*time.Second)
 
-	tr.finish(t)
+	load.finishUndisturbed(t)
 	f.assertPodsUntouched(before)
 	checkKeys(t, c, data)
 	checkKeys(t, clusterClient(t, f.service(), newCA.CertPEM), data)
@@ -537,7 +281,7 @@ func TestTLSCARotationWithBundle(t *testing.T) {
 func TestTLSCARotationWithoutBundle(t *testing.T) {
 	t.Parallel()
 	oldCA, newCA := testcerts.NewCA("nobundle-old-ca"), testcerts.NewCA("nobundle-new-ca")
-	f := newTLSFixture(t, "tls-rotate-nobundle", oldCA)
+	f := newTLSCluster(t, "tls-rotate-nobundle", oldCA, 1, 1)
 	c := clusterClient(t, f.service(), testcerts.Bundle(oldCA, newCA))
 	data := writeKeys(t, c, "nobundle", 100)
 	before := f.podSnapshot()
@@ -570,7 +314,7 @@ func TestTLSCARotationWithoutBundle(t *testing.T) {
 func TestTLSCertificateExpiry(t *testing.T) {
 	t.Parallel()
 	ca := testcerts.NewCA("expiry-ca")
-	f := newTLSFixture(t, "tls-expiry", ca)
+	f := newTLSCluster(t, "tls-expiry", ca, 1, 1)
 	c := clusterClient(t, f.service(), ca.CertPEM)
 	data := writeKeys(t, c, "expiry", 100)
 	before := f.podSnapshot()
@@ -623,19 +367,4 @@ func TestTLSCertificateExpiry(t *testing.T) {
 	}
 	f.assertPodsUntouched(before)
 	checkKeys(t, clusterClient(t, f.service(), ca.CertPEM), data)
-}
-
-// deleteAndWait deletes obj and waits until it is gone.
-func deleteAndWait(t testing.TB, obj client.Object) {
-	t.Helper()
-	if err := k8sClient.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatalf("deleting %s: %v", obj.GetName(), err)
-	}
-	eventually(t, 30*time.Second, obj.GetName()+" to be gone", func() error {
-		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there: %v", err)
-	})
 }
