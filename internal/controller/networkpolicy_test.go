@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"testing"
 	"time"
 
@@ -93,12 +94,16 @@ func TestClusterNetworkPolicy(t *testing.T) {
 	})
 }
 
-// updateCluster applies mutate to a fresh copy of the cluster.
+// updateCluster applies mutate to a fresh copy of the cluster, again on a
+// conflict: the operator writes the cluster's status meanwhile.
 func updateCluster(t *testing.T, vc *valkeyv1.ValkeyCluster, mutate func(vc *valkeyv1.ValkeyCluster)) {
 	t.Helper()
-	got := getCluster(t, vc.Namespace, vc.Name)
-	mutate(got)
-	if err := k8sClient.Update(context.Background(), got); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := getCluster(t, vc.Namespace, vc.Name)
+		mutate(got)
+		return k8sClient.Update(context.Background(), got)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
