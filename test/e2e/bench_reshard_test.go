@@ -352,6 +352,16 @@ func writeDataSet(b testing.TB, c valkey.Client, keys int) {
 
 func dataSetKey(i int) string { return fmt.Sprintf("data:%08d", i) }
 
+// dataSet is what writeDataSet wrote, to read back.
+func dataSet(keys int) map[string]string {
+	value := strings.Repeat("v", reshardValueBytes)
+	out := make(map[string]string, keys)
+	for i := range keys {
+		out[dataSetKey(i)] = value
+	}
+	return out
+}
+
 // slotWatch polls the fourth shard's node, whoever drives the move: it
 // times the migration from the first sign of it (a slot importing or
 // migrating, a changed slot count, or an atomic migration job created after

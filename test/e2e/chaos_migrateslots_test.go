@@ -43,11 +43,7 @@ func TestChaosOperatorKilledMidMigrateSlots(t *testing.T) {
 	waitConverged(t, key, 2, 1, 5*time.Minute)
 	c := clusterClient(t, seedOf(key), nil)
 	writeDataSet(t, c, chaosMigrationKeys)
-	data := make(map[string]string, chaosMigrationKeys)
-	value := strings.Repeat("v", reshardValueBytes)
-	for i := range chaosMigrationKeys {
-		data[dataSetKey(i)] = value
-	}
+	data := dataSet(chaosMigrationKeys)
 
 	sources := dialPrimaries(t, key)
 	failedBefore := countEvents(t, key, "ActionFailed", "")

@@ -52,11 +52,7 @@ func TestReshardCancelledAndTargetLost(t *testing.T) {
 	waitConverged(t, key, 3, 0, 5*time.Minute)
 	c := clusterClient(t, seedOf(key), nil)
 	writeDataSet(t, c, cancelKeys)
-	data := make(map[string]string, cancelKeys)
-	value := strings.Repeat("v", reshardValueBytes)
-	for i := range cancelKeys {
-		data[dataSetKey(i)] = value
-	}
+	data := dataSet(cancelKeys)
 	sources := dialPrimaries(t, key)
 	load := startLoad(c, "cancel")
 
