@@ -67,7 +67,7 @@ func (n *Node) MigrateEach(ctx context.Context, a MigrateArgs, groups [][]string
 	defer cancel()
 	for i, r := range n.client.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
-			return n.wrap(fmt.Sprintf("MIGRATE to %s:%d (%d keys)", a.Host, a.Port, len(groups[i])), err)
+			return n.wrap(fmt.Sprintf("MIGRATE to %s:%d (%d keys from %q)", a.Host, a.Port, len(groups[i]), groups[i][0]), err)
 		}
 	}
 	return nil
