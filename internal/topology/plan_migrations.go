@@ -47,10 +47,7 @@ func (w *world) migrations() (Action, bool) {
 			// the state; the primary's copy is the one to act on.
 			continue
 		}
-		for _, pair := range []struct {
-			slots    map[int]string
-			outgoing bool
-		}{{n.View.Migrating, true}, {n.View.Importing, false}} {
+		for _, pair := range classicStates(n) {
 			if len(pair.slots) == 0 {
 				continue
 			}
@@ -75,6 +72,18 @@ func (w *world) migrations() (Action, bool) {
 		}
 	}
 	return Action{}, false
+}
+
+// classicState is one side of a node's classic (SETSLOT) migration state:
+// each slot with the peer at its other end.
+type classicState struct {
+	slots    map[int]string
+	outgoing bool
+}
+
+// classicStates are the slots n migrates out, then the slots it imports.
+func classicStates(n *node) []classicState {
+	return []classicState{{n.View.Migrating, true}, {n.View.Importing, false}}
 }
 
 // promotedPeer is the primary that now stands for the other end of an
@@ -108,10 +117,7 @@ func (w *world) redirectMigrations() (Action, bool) {
 		if !n.isPrimary() {
 			continue
 		}
-		for _, pair := range []struct {
-			slots    map[int]string
-			outgoing bool
-		}{{n.View.Migrating, true}, {n.View.Importing, false}} {
+		for _, pair := range classicStates(n) {
 			for _, peer := range sortedStrings(invert(pair.slots)) {
 				gone := w.byID[peer]
 				if gone == nil || !gone.dead() {
