@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -31,16 +28,7 @@ const chaosMigrationKeys = 50000
 func TestChaosOperatorKilledMidMigrateSlots(t *testing.T) {
 	const ns = "chaos-migrateslots"
 	createNamespace(t, ns)
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: createACLMenu(t, ns, "9.1.2"), Shards: 2, ReplicasPerShard: 1},
-	}
-	if err := k8sClient.Create(context.Background(), vc); err != nil {
-		t.Fatal(err)
-	}
-	deleteAtEnd(t, vc)
-	key := client.ObjectKeyFromObject(vc)
-	waitConverged(t, key, 2, 1, 5*time.Minute)
+	key := newClusterWith(t, ns, "cache", createACLMenu(t, ns, "9.1.2"), 2, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	writeDataSet(t, c, chaosMigrationKeys)
 	data := dataSet(chaosMigrationKeys)
@@ -55,7 +43,7 @@ func TestChaosOperatorKilledMidMigrateSlots(t *testing.T) {
 	t.Logf("operator restarted %s after the edit, while %s (%d slots) was %q; after the restart: %s",
 		time.Since(start).Round(time.Millisecond), job.Name, vk.CountSlots(job.SlotRanges), job.State, migrationStates(sources))
 
-	vc = waitConverged(t, key, 3, 1, 5*time.Minute)
+	vc := waitConverged(t, key, 3, 1, 5*time.Minute)
 	t.Logf("2 -> 3 shards with the operator killed mid-migration: converged %s after the edit", time.Since(start).Round(time.Second))
 	acked := load.finish(t)
 	assertEvenSlots(t, ns, vc, 3)

@@ -38,18 +38,25 @@ const clusterDomain = "cluster.local"
 func newPlainCluster(t testing.TB, ns, name string, shards, replicas int) client.ObjectKey {
 	t.Helper()
 	createNamespace(t, ns)
-	cfg := createMenu(t, ns)
+	start := time.Now()
+	key := newClusterWith(t, ns, name, createMenu(t, ns), shards, replicas)
+	t.Logf("%dx%d cluster ready after %s", shards, replicas, time.Since(start).Round(time.Second))
+	return key
+}
+
+// newClusterWith creates a plaintext cluster of the config in an existing
+// namespace, deleted when the test ends, and waits for it to converge.
+func newClusterWith(t testing.TB, ns, name, config string, shards, replicas int) client.ObjectKey {
+	t.Helper()
 	vc := &valkeyv1.ValkeyCluster{}
 	vc.Namespace, vc.Name = ns, name
-	vc.Spec = valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: int32(shards), ReplicasPerShard: int32(replicas)}
+	vc.Spec = valkeyv1.ValkeyClusterSpec{ConfigRef: config, Shards: int32(shards), ReplicasPerShard: int32(replicas)}
 	if err := k8sClient.Create(context.Background(), vc); err != nil {
 		t.Fatal(err)
 	}
 	deleteAtEnd(t, vc)
 	key := client.ObjectKeyFromObject(vc)
-	start := time.Now()
 	waitConverged(t, key, shards, replicas, 5*time.Minute)
-	t.Logf("%dx%d cluster ready after %s", shards, replicas, time.Since(start).Round(time.Second))
 	return key
 }
 

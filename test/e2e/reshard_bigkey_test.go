@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
@@ -29,16 +27,7 @@ func TestOversizedKeyIsReported(t *testing.T) {
 	const ns = "reshard-bigkey"
 	createNamespace(t, ns)
 	cfg := createConfig(t, "bigkey", "8.0.1", valkeyv1.ValkeyConfigSpec{Valkey: map[string]string{"proto-max-bulk-len": "1mb"}})
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 1},
-	}
-	if err := k8sClient.Create(context.Background(), vc); err != nil {
-		t.Fatal(err)
-	}
-	deleteAtEnd(t, vc)
-	key := client.ObjectKeyFromObject(vc)
-	waitConverged(t, key, 1, 0, 5*time.Minute)
+	key := newClusterWith(t, ns, "cache", cfg, 1, 0)
 	c := clusterClient(t, seedOf(key), nil)
 	small := writeKeys(t, c, "small", 1000)
 
@@ -92,7 +81,7 @@ func TestOversizedKeyIsReported(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	vc = waitConverged(t, key, 2, 0, 5*time.Minute)
+	vc := waitConverged(t, key, 2, 0, 5*time.Minute)
 	assertEvenSlots(t, ns, vc, 2)
 	readBig()
 	checkKeys(t, c, small)

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
@@ -40,16 +36,7 @@ func TestReshardCancelledAndTargetLost(t *testing.T) {
 	const ns = "reshard-cancel"
 	createNamespace(t, ns)
 	cfg := createConfig(t, "slow-migration", "9.1.2", valkeyv1.ValkeyConfigSpec{Valkey: slowMigrationConfig})
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: 3},
-	}
-	if err := k8sClient.Create(context.Background(), vc); err != nil {
-		t.Fatal(err)
-	}
-	deleteAtEnd(t, vc)
-	key := client.ObjectKeyFromObject(vc)
-	waitConverged(t, key, 3, 0, 5*time.Minute)
+	key := newClusterWith(t, ns, "cache", cfg, 3, 0)
 	c := clusterClient(t, seedOf(key), nil)
 	writeDataSet(t, c, cancelKeys)
 	data := dataSet(cancelKeys)
@@ -62,7 +49,7 @@ func TestReshardCancelledAndTargetLost(t *testing.T) {
 	target := nodeNameByID(t, key, job.TargetNode)
 	updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 3 })
 	t.Logf("shard count lowered back while %s (%d slots to %s) was %q", job.Name, vk.CountSlots(job.SlotRanges), target, job.State)
-	vc = waitConverged(t, key, 3, 0, 5*time.Minute)
+	vc := waitConverged(t, key, 3, 0, 5*time.Minute)
 	states := migrationStates(sources)
 	t.Logf("jobs on the sources: %s", states)
 	if !strings.Contains(states, vk.SlotMigrationCancelled) {

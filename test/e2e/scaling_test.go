@@ -54,16 +54,7 @@ func TestAtomicShardScaling(t *testing.T) {
 	t.Parallel()
 	const ns = "scale9"
 	createNamespace(t, ns)
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec:       valkeyv1.ValkeyClusterSpec{ConfigRef: createACLMenu(t, ns, "9.1.2"), Shards: 3, ReplicasPerShard: 1},
-	}
-	if err := k8sClient.Create(context.Background(), vc); err != nil {
-		t.Fatal(err)
-	}
-	deleteAtEnd(t, vc)
-	key := client.ObjectKeyFromObject(vc)
-	waitConverged(t, key, 3, 1, 5*time.Minute)
+	key := newClusterWith(t, ns, "cache", createACLMenu(t, ns, "9.1.2"), 3, 1)
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 3000)
 
