@@ -228,6 +228,7 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		v.Role = topology.RoleReplica
 		v.LinkUp = repl.PrimaryLinkStatus == "up"
 		v.SyncDone = v.LinkUp && !repl.PrimarySyncInProgress
+		v.HoldsData = repl.HoldsPrimaryData()
 		v.ReplOffset = repl.ReplicaOffset
 	}
 	for _, p := range nodes {

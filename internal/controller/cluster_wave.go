@@ -59,7 +59,7 @@ func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlr
 	}
 	log.V(1).Info("acting", "wave", wave.String())
 	for _, a := range wave.Actions {
-		if a.Reason == topology.ReasonRetryMigration {
+		if a.Retry {
 			log.Info("slot migration failed, retrying", "detail", a.Detail)
 		}
 	}
@@ -124,7 +124,7 @@ func afterWave(wave topology.Wave) ctrlrt.Result {
 	after := afterAction
 	for _, a := range wave.Actions {
 		switch {
-		case a.Reason == topology.ReasonRetryMigration:
+		case a.Retry:
 			// Whatever failed it (the target's ACL, a lost link) rarely
 			// clears within a tick; retrying at once only floods the Events.
 			after = max(after, afterFailedMigration)

@@ -17,10 +17,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// lostPrimaryReason opens the planner's reason for forgetting a primary that
-// had no replica: the one forget whose slots restart empty.
-const lostPrimaryReason = "primary lost with no replica"
-
 // dataLoss is what losing a primary with no copy of its keys costs.
 type dataLoss struct {
 	node  string
@@ -37,7 +33,7 @@ type dataLoss struct {
 // survivors' views of it (it cannot be asked itself), else from what its
 // ValkeyNode recorded when it was last asked.
 func lostShard(o *observed, a topology.Action) (dataLoss, bool) {
-	if a.Kind != topology.KindForget || a.Forget == nil || !strings.HasPrefix(a.Reason, lostPrimaryReason) {
+	if !a.LosesData || a.Kind != topology.KindForget || a.Forget == nil {
 		return dataLoss{}, false
 	}
 	l := dataLoss{node: a.Detail, shard: -1, id: a.Forget.NodeID}

@@ -115,10 +115,20 @@ const (
 	// it answers; its keys are only in its memory, so it is never forgotten
 	// on a flag alone and Valkey clears the flag by itself.
 	ReasonPrimaryFlaggedButRunning = "primary flagged failed by its peers but its process runs, waiting for the flag to clear"
-	ReasonNodeSilent               = "waiting for node to answer"
-	ReasonMeet                     = "cluster meet issued"
-	ReasonCompletedJoin            = "completed join"
-	ReasonFormed                   = "cluster formed, transitioning to Active"
+	// ReasonPodMissingButAnswers: a slot owner's pod is missing from the
+	// operator's view (deleted, or relabelled out of its cache) while its
+	// peers still reach its process; nothing is replaced on that alone.
+	ReasonPodMissingButAnswers = "slot owner's pod is missing but its peers still reach it"
+	// ReasonEmptyReplicaOfLostPrimary: a lost primary's only replicas
+	// never finished their first sync; they hold none of its keys.
+	ReasonEmptyReplicaOfLostPrimary = "deleting a replica that never finished its sync with a lost primary"
+	// ReasonPrimaryLostNoReplica: a primary is gone with no replica that
+	// holds its keys; they are lost and a fresh primary takes its slots.
+	ReasonPrimaryLostNoReplica = "primary lost with no replica, forgetting it; a fresh primary takes its slots"
+	ReasonNodeSilent           = "waiting for node to answer"
+	ReasonMeet                 = "cluster meet issued"
+	ReasonCompletedJoin        = "completed join"
+	ReasonFormed               = "cluster formed, transitioning to Active"
 )
 
 // Action is the planner's answer: exactly one of the payload pointers that
@@ -133,6 +143,13 @@ type Action struct {
 	// Cause names what a Wait is held up by, for status; CauseNone for
 	// every other action and for the waits that are steps of a procedure.
 	Cause WaitCause
+	// LosesData: done successfully, the action drops keys nobody else
+	// holds (a primary lost with no replica); the reconciler reports it
+	// as DataLost. What is reported never depends on Reason's wording.
+	LosesData bool
+	// Retry: the action repeats one that failed (a slot move whose last
+	// attempt failed), so it is logged and paced as a retry.
+	Retry bool
 
 	CreateNode   *CreateNode
 	Meet         *Meet

@@ -43,6 +43,9 @@ const (
 	// CauseReplacementBackoff: the reconciler holds node creations after
 	// repeated container failures.
 	CauseReplacementBackoff
+	// CausePodMissing: a slot owner's pod is missing from the operator's
+	// view while its peers still reach its process.
+	CausePodMissing
 
 	causeEnd
 )
@@ -60,6 +63,7 @@ var causeNames = [causeEnd]string{
 	CauseScaleInNoHeadroom:  "ScaleInNoHeadroom",
 	CauseHeldForTLS:         "HeldForTLS",
 	CauseReplacementBackoff: "ReplacementBackoff",
+	CausePodMissing:         "PodMissing",
 }
 
 // WaitCauses lists every cause a Wait can carry, CauseNone aside, so a

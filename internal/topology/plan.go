@@ -86,7 +86,7 @@ func (w *world) noteFailedMigration(a Action) Action {
 	if src == nil || src.View == nil || src.View.AtomicMigrationFailure == "" {
 		return a
 	}
-	a.Reason = ReasonRetryMigration
+	a.Reason, a.Retry = ReasonRetryMigration, true
 	a.Detail += "; last attempt: " + src.View.AtomicMigrationFailure
 	return a
 }

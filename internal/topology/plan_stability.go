@@ -19,7 +19,8 @@ func (w *world) handOvers() ([]Action, bool) {
 		if p == nil || p.Pod.Phase != PodStopping || w.failFlag[id] {
 			continue
 		}
-		for _, r := range w.takeoverCandidates(id, p) {
+		reps, _ := w.takeoverCandidates(id, p)
+		for _, r := range reps {
 			if r.View.LinkUp && r.View.SyncDone {
 				out = append(out, Action{Kind: KindFailover, Tier: TierStability, Reason: ReasonHandOver,
 					Detail:   fmt.Sprintf("%s takes over from %s", r.Name, p.Name),
@@ -31,7 +32,12 @@ func (w *world) handOvers() ([]Action, bool) {
 	return out, len(out) > 0
 }
 
-// primaries makes sure every slot-holding primary is healthy.
+// primaries makes sure every slot-holding primary is healthy. Replacing or
+// forgetting one rests on proof that its process is gone: the kubelet's
+// report that its container ended, or its peers flagging it; a pod that is
+// merely missing from the operator's view is not enough. It is promoted
+// over only by a replica that holds its data, and lost with its keys, as
+// a reported loss, only when none does.
 func (w *world) primaries() (Action, bool) {
 	var notes noted
 	holders := slices.Clone(w.holders)
@@ -44,11 +50,13 @@ func (w *world) primaries() (Action, bool) {
 			continue
 		}
 		name := w.label(id)
-		down := w.failFlag[id] || (m != nil && m.dead()) || (m == nil && w.pfailAll[id])
-		if !down {
-			if m == nil {
+		if !w.provenDown(id, m) {
+			switch {
+			case m == nil:
 				notes.add(wait(TierStability, "slot owner is not a member of this cluster", id))
-			} else {
+			case m.dead():
+				notes.add(waitOn(TierStability, CausePodMissing, ReasonPodMissingButAnswers, name))
+			default:
 				notes.add(waitForPod(TierStability, m))
 			}
 			continue
@@ -61,7 +69,7 @@ func (w *world) primaries() (Action, bool) {
 			notes.add(waitOn(TierStability, CausePrimaryStalled, ReasonPrimaryFlaggedButRunning, name))
 			continue
 		}
-		reps := w.takeoverCandidates(id, m)
+		reps, empty := w.takeoverCandidates(id, m)
 		if len(reps) > 0 {
 			if w.quorum() {
 				notes.add(waitOn(TierStability, CauseAutoFailover, ReasonWaitAutoFailover, name))
@@ -77,9 +85,16 @@ func (w *world) primaries() (Action, bool) {
 				continue
 			}
 		}
+		if len(empty) > 0 {
+			// Valkey never elects a replica that holds nothing, and a
+			// takeover by one would serve the slots empty as if nothing
+			// happened. It goes, so the loss is reported as one.
+			return Action{Kind: KindDeleteNode, Tier: TierStability, Reason: ReasonEmptyReplicaOfLostPrimary,
+				Detail: fmt.Sprintf("%s (replica of %s)", empty[0].Name, name), DeleteNode: &NodeRef{Node: empty[0].Name}}, true
+		}
 		if w.knownByTargets(id) {
-			return Action{Kind: KindForget, Tier: TierStability,
-				Reason: "primary lost with no replica, forgetting it; a fresh primary takes its slots",
+			return Action{Kind: KindForget, Tier: TierStability, LosesData: true,
+				Reason: ReasonPrimaryLostNoReplica,
 				Detail: name, Forget: &Forget{NodeID: id, On: w.forgetTargets(id)}}, true
 		}
 		notes.add(wait(TierStability, "lost primary is still known by its replicas", name))
@@ -87,27 +102,53 @@ func (w *world) primaries() (Action, bool) {
 	return notes.get()
 }
 
-// takeoverCandidates are the healthy replicas of id, best first: same
-// shard, up to date, most caught up, then by name.
-func (w *world) takeoverCandidates(id string, primary *node) []*node {
-	var out []*node
+// provenDown: the slot holder id's process is known to be gone or cut
+// off, from something a relabelled or uncached pod cannot fake: its peers
+// flag it, or the kubelet reports its pod ended. A pod missing from the
+// operator's view is proof only once the peers stopped reaching it too.
+func (w *world) provenDown(id string, m *node) bool {
+	if w.failFlag[id] {
+		return true
+	}
+	if m == nil {
+		return w.pfailAll[id]
+	}
+	switch {
+	case m.Pod.Phase == PodGone:
+		return true
+	case m.dead():
+		return w.pfailAll[id]
+	default:
+		return false
+	}
+}
+
+// takeoverCandidates are the healthy replicas of id that hold its data,
+// best first: most caught up, same shard, up to date, then by name; and
+// the healthy replicas that hold none (still in, or never done with,
+// their first sync), which must never take its place.
+func (w *world) takeoverCandidates(id string, primary *node) (reps, empty []*node) {
 	for _, n := range w.replicasFollowing(id) {
-		if w.healthy(n) && !n.leaving() {
-			out = append(out, n)
+		switch {
+		case !w.healthy(n) || n.leaving():
+		case n.View.HoldsData:
+			reps = append(reps, n)
+		default:
+			empty = append(empty, n)
 		}
 	}
 	idx := -1
 	if primary != nil {
 		idx = primary.ShardIndex
 	}
-	slices.SortStableFunc(out, func(a, b *node) int {
+	slices.SortStableFunc(reps, func(a, b *node) int {
 		return cmp.Or(
+			cmp.Compare(b.View.ReplOffset, a.View.ReplOffset),
 			boolFirst(a.ShardIndex == idx, b.ShardIndex == idx),
 			boolFirst(!a.Outdated, !b.Outdated),
-			cmp.Compare(b.View.ReplOffset, a.View.ReplOffset),
 			cmp.Compare(a.Name, b.Name))
 	})
-	return out
+	return reps, empty
 }
 
 func (w *world) unknownIn(idx int) *node {
@@ -135,7 +176,7 @@ func (w *world) removeDead() (Action, bool) {
 		if slices.Contains(w.holders, id) {
 			continue
 		}
-		if m := w.byID[id]; m != nil && !m.dead() {
+		if m := w.byID[id]; m != nil && !w.departed(m) {
 			continue
 		}
 		if w.byID[id] == nil && w.addressClaimed(ids[id]) {
@@ -154,10 +195,45 @@ func (w *world) removeDead() (Action, bool) {
 		if n.id != "" && w.knownByTargets(n.id) {
 			continue
 		}
+		if !w.departed(n) && (w.knownByLive(n.id) || w.anyUnknown()) {
+			// Its pod is missing but someone may still reach it: a peer
+			// that knows it, or one the operator cannot ask this tick.
+			continue
+		}
 		return Action{Kind: KindDeleteNode, Tier: w.departureTier(n), Reason: "deleting dead node",
 			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
 	}
 	return Action{}, false
+}
+
+// departed: a member's process is gone for good, on proof: its pod ended,
+// or its pod is missing and either the operator retired it or its peers
+// no longer reach it. A pod relabelled out of the operator's view while
+// its process serves is none of these.
+func (w *world) departed(m *node) bool {
+	switch {
+	case m.Pod.Phase == PodGone:
+		return true
+	case !m.dead():
+		return false
+	default:
+		return m.leaving() || w.failFlag[m.id] || w.pfailAll[m.id]
+	}
+}
+
+// knownByLive: some live member, a replica of id included, knows id.
+func (w *world) knownByLive(id string) bool {
+	for _, n := range w.liveNodes() {
+		if n.knows(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyUnknown: some member's pod runs but it did not answer this tick.
+func (w *world) anyUnknown() bool {
+	return slices.ContainsFunc(w.nodes, (*node).unknown)
 }
 
 // addressClaimed: a member whose node ID is not known yet runs at ip, so
@@ -189,6 +265,9 @@ func (w *world) orphans() (Action, bool) {
 	for _, n := range w.nodes {
 		if n.unknown() {
 			return waitForPod(TierStability, n), true
+		}
+		if n.dead() && !w.departed(n) && n.id != "" {
+			return waitOn(TierStability, CausePodMissing, ReasonPodMissingButAnswers, n.Name), true
 		}
 	}
 	if !w.slotsAgree() {

@@ -51,7 +51,7 @@ func mesh(nodes ...nd) []Member {
 			v := &View{ID: id(n.name), Role: n.role, Slots: n.slots, SlotsAssigned: assigned,
 				ClusterOK: assigned == TotalSlots}
 			if n.role == RoleReplica {
-				v.PrimaryID, v.LinkUp, v.SyncDone = id(n.primary), true, true
+				v.PrimaryID, v.LinkUp, v.SyncDone, v.HoldsData = id(n.primary), true, true, true
 			}
 			for _, o := range nodes {
 				if o.name == n.name || (o.phase != "" && o.phase != PodRunning) {

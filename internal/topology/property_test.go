@@ -50,7 +50,7 @@ func chaos(t *testing.T, seed uint64) {
 	}
 	for range 60 {
 		clear(s.silent)
-		switch rng.IntN(12) {
+		switch rng.IntN(13) {
 		case 0:
 			s.shards = 1 + rng.IntN(5)
 		case 1:
@@ -67,6 +67,9 @@ func chaos(t *testing.T, seed uint64) {
 			for _, p := range s.procs {
 				p.stalled = false
 			}
+		case 6:
+			// A config edit: every node rolls, and kills land mid-roll.
+			s.version++
 		}
 		for _, p := range running() {
 			if rng.IntN(10) == 0 {
@@ -82,6 +85,43 @@ func chaos(t *testing.T, seed uint64) {
 	for range 300 {
 		if s.step().Done() {
 			return
+		}
+	}
+}
+
+// A running pod hidden from the operator (relabelled out of its cache, or
+// its object deleted while the kubelet has not stopped the process yet)
+// is never forgotten, deleted or replaced while its peers still reach
+// it, whatever its role, and the cluster is whole once it is seen again.
+func TestHiddenPodIsKept(t *testing.T) {
+	for _, shape := range []struct{ shards, replicas int }{{3, 0}, {3, 1}, {1, 1}} {
+		for _, role := range []Role{RolePrimary, RoleReplica} {
+			if role == RoleReplica && shape.replicas == 0 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%dx%d/%s", shape.shards, shape.replicas, role), func(t *testing.T) {
+				s := bootstrapped(t, shape.shards, shape.replicas)
+				var victim *simProc
+				for _, p := range s.members() {
+					if p.role == role {
+						victim = p
+						break
+					}
+				}
+				s.hidden[victim.name] = true
+				for range 30 {
+					s.step()
+				}
+				if !victim.member || !victim.alive {
+					t.Fatalf("%s was removed while hidden", victim.name)
+				}
+				clear(s.hidden)
+				s.run(200, nil)
+				s.assertConverged(1)
+				if !victim.member {
+					t.Fatalf("%s was removed once seen again", victim.name)
+				}
+			})
 		}
 	}
 }

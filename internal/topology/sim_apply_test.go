@@ -51,8 +51,11 @@ func (s *sim) apply(a Action) {
 		if q := s.byID(id); q != nil && q.alive && q.phase == PodRunning && q.lifecycle != LifecycleLeaving {
 			s.fatalf("forgetting %s, whose pod still runs and which was not retired", q.name)
 		}
+		if len(s.slotsOf(id)) > 0 && !a.LosesData {
+			s.fatalf("forgetting slot owner %s without reporting its keys lost", id)
+		}
 		for _, p := range s.members() {
-			if p.healthy() && !s.silent[p.name] && p.phase == PodRunning && p.id != id && !(p.role == RoleReplica && p.primary == id) {
+			if p.healthy() && !s.silent[p.name] && !s.hidden[p.name] && p.phase == PodRunning && p.id != id && !(p.role == RoleReplica && p.primary == id) {
 				want = append(want, p.name)
 			}
 		}
@@ -100,8 +103,15 @@ func (s *sim) apply(a Action) {
 		s.byName(a.MarkLeaving.Node).lifecycle = LifecycleLeaving
 	case KindDeleteNode:
 		p := s.byName(a.DeleteNode.Node)
-		if p.alive && len(s.slotsOf(p.id)) > 0 {
+		// A pod gone from the API whose process nobody else reaches is
+		// gone as far as anyone can prove; one its peers still reach is
+		// not, whatever the API says.
+		knownAlive := p.healthy() && s.reachedByPeers(p)
+		if p.alive && len(s.slotsOf(p.id)) > 0 && (!s.hidden[p.name] || knownAlive) {
 			s.fatalf("deleting %s while it holds slots", p.name)
+		}
+		if s.hidden[p.name] && knownAlive {
+			s.fatalf("deleting %s, whose process its peers reach while its pod is only missing from the view", p.name)
 		}
 		p.member, p.alive, p.phase = false, false, PodGone
 	case KindFailover:
@@ -115,6 +125,9 @@ func (s *sim) apply(a Action) {
 		}
 		if a.Failover.Mode == FailoverTakeover {
 			s.takeovers++
+		}
+		if !r.synced() && len(s.slotsOf(old.id)) > 0 {
+			s.fatalf("FAILOVER on %s, which holds none of %s's keys", r.name, old.name)
 		}
 		s.promote(r)
 	case KindMigrateSlots:
@@ -212,9 +225,11 @@ func (s *sim) settle() {
 			delete(s.pendingFailover, id)
 			continue
 		}
+		// Valkey elects only a replica that synced: one that never did
+		// has no data age and stays out of the election.
 		var r *simProc
 		for _, q := range s.procs {
-			if q.healthy() && q.role == RoleReplica && q.primary == id {
+			if q.healthy() && q.role == RoleReplica && q.primary == id && q.synced() {
 				r = q
 				break
 			}
@@ -228,6 +243,16 @@ func (s *sim) settle() {
 			s.promote(r)
 		}
 	}
+}
+
+// reachedByPeers: some other healthy process knows p.
+func (s *sim) reachedByPeers(p *simProc) bool {
+	for _, q := range s.procs {
+		if q != p && q.healthy() && q.knows[p.id] {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *sim) seqOf(p *simProc) int {

@@ -60,6 +60,9 @@ type sim struct {
 	// silent are the nodes the operator cannot reach this tick although
 	// the cluster sees them fine (a partial view).
 	silent map[string]bool
+	// hidden are the nodes whose pod the operator cannot see (relabelled
+	// out of its cache) while the process runs and its peers reach it.
+	hidden map[string]bool
 	// waves counts the waves that acted (neither Wait nor Done).
 	waves int
 	rng   *rand.Rand
@@ -67,7 +70,7 @@ type sim struct {
 
 func newSim(t testing.TB, shards, replicas int) *sim {
 	return &sim{t: t, shards: shards, replicas: replicas, creating: true, batch: 64,
-		failovers: map[int]int{}, pendingFailover: map[string]int{}, silent: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 2))}
+		failovers: map[int]int{}, pendingFailover: map[string]int{}, silent: map[string]bool{}, hidden: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 2))}
 }
 
 func (s *sim) byName(name string) *simProc {
@@ -172,6 +175,7 @@ func (s *sim) view(p *simProc, owned map[string][]SlotRange, quorum bool) *View 
 	}
 	v.ClusterOK = okAll && v.SlotsAssigned == TotalSlots
 	if p.role == RoleReplica {
+		v.HoldsData = p.synced()
 		if q := s.byID(p.primary); q != nil && q.healthy() {
 			v.LinkUp = true
 			v.SyncDone = p.synced()
@@ -191,6 +195,9 @@ func (s *sim) input() Input {
 			Pod: Pod{Phase: p.phase, IP: p.ip, Unschedulable: p.unsched}}
 		if p.healthy() && p.phase == PodRunning && !s.silent[p.name] {
 			m.View = s.view(p, owned, quorum)
+		}
+		if s.hidden[p.name] {
+			m.Pod, m.View = Pod{Phase: PodAbsent}, nil
 		}
 		in.Members = append(in.Members, m)
 	}

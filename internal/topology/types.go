@@ -135,6 +135,11 @@ type View struct {
 	LinkUp bool
 	// SyncDone: replica whose initial sync has completed.
 	SyncDone bool
+	// HoldsData: replica that completed a sync with its primary at some
+	// point and keeps that data (up to ReplOffset) even with its link
+	// down, as it reports itself. Only such a replica may take over a
+	// lost primary: one still in its first sync has nothing.
+	HoldsData bool
 	// ReplOffset is the replication offset, used to pick the most caught-up
 	// replica for a forced takeover.
 	ReplOffset int64

@@ -123,6 +123,11 @@ type ReplicationInfo struct {
 	PrimarySyncInProgress bool
 	// ReplicaOffset is the offset this replica has applied.
 	ReplicaOffset int64
+	// LinkDownSeconds is master_link_down_since_seconds while a replica's
+	// link is down: -1 when it never completed a sync with its primary
+	// (Valkey's own "no data" mark, which keeps such a replica out of
+	// elections), 0 while the link is up.
+	LinkDownSeconds int64
 
 	// ReplicationOffset is master_repl_offset: on a primary the offset it has
 	// produced, on a replica the offset it has received from its primary.
@@ -139,6 +144,20 @@ func (r ReplicationInfo) IsPrimary() bool { return r.Role == RolePrimary }
 // in an initial sync.
 func (r ReplicationInfo) LinkUp() bool {
 	return r.Role == RoleReplica && r.PrimaryLinkStatus == "up" && !r.PrimarySyncInProgress
+}
+
+// HoldsPrimaryData reports whether a replica completed a sync with its
+// primary at some point and still holds that data, up to ReplicaOffset,
+// whether or not its link is up now. A replica still in its first sync,
+// or never connected, holds nothing: promoting it empties the shard.
+func (r ReplicationInfo) HoldsPrimaryData() bool {
+	if r.Role != RoleReplica {
+		return false
+	}
+	if r.PrimaryLinkStatus == "up" {
+		return !r.PrimarySyncInProgress
+	}
+	return r.LinkDownSeconds >= 0
 }
 
 // ParseReplicationInfo extracts ReplicationInfo from INFO REPLICATION output.
@@ -168,6 +187,13 @@ func ParseReplicationInfo(text string) (ReplicationInfo, error) {
 	}
 	if info.ReplicationOffset, err = optionalInt64(fields, "master_repl_offset"); err != nil {
 		return ReplicationInfo{}, fmt.Errorf("parsing INFO REPLICATION: %w", err)
+	}
+	// Absent, the link's history is unknown: count it as never synced.
+	info.LinkDownSeconds = -1
+	if _, ok := fields["master_link_down_since_seconds"]; ok {
+		if info.LinkDownSeconds, err = optionalInt64(fields, "master_link_down_since_seconds"); err != nil {
+			return ReplicationInfo{}, fmt.Errorf("parsing INFO REPLICATION: %w", err)
+		}
 	}
 	connected, err := optionalInt(fields, "connected_slaves")
 	if err != nil {

@@ -69,13 +69,16 @@ func TestParseReplicationInfo(t *testing.T) {
 		want    ReplicationInfo
 		primary bool
 		linkUp  bool
+		// holds: HoldsPrimaryData, what decides whether a replica may be
+		// promoted over a lost primary.
+		holds   bool
 		wantErr bool
 	}{
 		{
 			name: "primary with one replica",
 			text: sample(t, "info-replication-primary-8.0.1.txt"),
 			want: ReplicationInfo{
-				Role: RolePrimary, FailoverState: "no-failover", ReplicationOffset: 54,
+				Role: RolePrimary, FailoverState: "no-failover", ReplicationOffset: 54, LinkDownSeconds: -1,
 				Replicas: []ConnectedReplica{{IP: "127.0.0.1", Port: 7102, State: "online", Offset: 54, Lag: 0}},
 			},
 			primary: true,
@@ -85,17 +88,39 @@ func TestParseReplicationInfo(t *testing.T) {
 			text: sample(t, "info-replication-replica-8.0.1.txt"),
 			want: ReplicationInfo{
 				Role: RoleReplica, PrimaryHost: "127.0.0.1", PrimaryPort: 7100, PrimaryLinkStatus: "up",
-				ReplicaOffset: 54, ReplicationOffset: 54, FailoverState: "no-failover",
+				ReplicaOffset: 54, ReplicationOffset: 54, FailoverState: "no-failover", LinkDownSeconds: -1,
 			},
 			linkUp: true,
+			holds:  true,
 		},
 		{
 			name: "replica in initial sync",
 			text: "# Replication\nrole:slave\nmaster_host:10.0.0.5\nmaster_port:6379\nmaster_link_status:down\nmaster_sync_in_progress:1\nslave_repl_offset:1\nmaster_repl_offset:0\n",
 			want: ReplicationInfo{
 				Role: RoleReplica, PrimaryHost: "10.0.0.5", PrimaryPort: 6379, PrimaryLinkStatus: "down",
-				PrimarySyncInProgress: true, ReplicaOffset: 1,
+				PrimarySyncInProgress: true, ReplicaOffset: 1, LinkDownSeconds: -1,
 			},
+		},
+		{
+			// As a real 8.0.1 replica reports it once its primary died in
+			// the middle of the replica's first sync: it has nothing.
+			name: "replica whose primary died during its first sync",
+			text: "# Replication\nrole:slave\nmaster_host:10.0.0.5\nmaster_port:6379\nmaster_link_status:down\nmaster_sync_in_progress:0\nslave_repl_offset:1\nmaster_link_down_since_seconds:-1\nmaster_repl_offset:0\n",
+			want: ReplicationInfo{
+				Role: RoleReplica, PrimaryHost: "10.0.0.5", PrimaryPort: 6379, PrimaryLinkStatus: "down",
+				ReplicaOffset: 1, LinkDownSeconds: -1,
+			},
+		},
+		{
+			// A synced replica whose primary died a second ago keeps
+			// everything up to its offset.
+			name: "synced replica whose primary died",
+			text: "# Replication\nrole:slave\nmaster_host:10.0.0.5\nmaster_port:6379\nmaster_link_status:down\nmaster_sync_in_progress:0\nslave_repl_offset:163\nmaster_link_down_since_seconds:1\nmaster_repl_offset:163\n",
+			want: ReplicationInfo{
+				Role: RoleReplica, PrimaryHost: "10.0.0.5", PrimaryPort: 6379, PrimaryLinkStatus: "down",
+				ReplicaOffset: 163, ReplicationOffset: 163, LinkDownSeconds: 1,
+			},
+			holds: true,
 		},
 		{name: "no role", text: "# Replication\nconnected_slaves:0\n", wantErr: true},
 		{name: "bad replica line", text: "role:master\nconnected_slaves:1\nslave0:ip=1.2.3.4,port=x\n", wantErr: true},
@@ -110,8 +135,9 @@ func TestParseReplicationInfo(t *testing.T) {
 				if tc.wantErr {
 					return
 				}
-				if got.IsPrimary() != tc.primary || got.LinkUp() != tc.linkUp {
-					t.Fatalf("IsPrimary %v LinkUp %v, want %v %v", got.IsPrimary(), got.LinkUp(), tc.primary, tc.linkUp)
+				if got.IsPrimary() != tc.primary || got.LinkUp() != tc.linkUp || got.HoldsPrimaryData() != tc.holds {
+					t.Fatalf("IsPrimary %v LinkUp %v HoldsPrimaryData %v, want %v %v %v",
+						got.IsPrimary(), got.LinkUp(), got.HoldsPrimaryData(), tc.primary, tc.linkUp, tc.holds)
 				}
 				got.Fields = nil
 				if !reflect.DeepEqual(got, tc.want) {
