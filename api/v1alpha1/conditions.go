@@ -124,6 +124,17 @@ const (
 	ReasonPrimaryStalled       = "PrimaryStalled"
 	ReasonHeldForTLS           = "HeldForTLS"
 	ReasonInsufficientMemory   = "InsufficientMemory"
+	// ReasonConfigRejected: the config resolved but its settings cannot be
+	// rendered (a value the renderer refuses); the cluster keeps the
+	// rendering its nodes run until it is fixed.
+	ReasonConfigRejected = "ConfigRejected"
+	// ReasonPodLabelsRestored (Event): a node's pod had lost the labels
+	// the operator finds it by; they were put back.
+	ReasonPodLabelsRestored = "PodLabelsRestored"
+	// ReasonPodMissing: a slot owner's pod is missing from the API (deleted,
+	// or relabelled) while its peers still reach its process; nothing is
+	// replaced or forgotten until its death is proven.
+	ReasonPodMissing = "PodMissing"
 	// ReasonReplacementBackoff: new nodes are held back after repeated
 	// container failures (ContainersHealthy, and Progressing while it holds).
 	ReasonReplacementBackoff = "ReplacementBackoff"

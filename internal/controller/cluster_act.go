@@ -21,7 +21,7 @@ import (
 // act performs one planned action. It returns an error only when the action
 // failed; the caller reports it and retries on the next tick.
 func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology.Action) error {
-	vc, rc, res, o, conn := s.vc, s.rc, s.res, s.o, s.conn
+	vc, rc, o, conn := s.vc, s.rc, s.o, s.conn
 	log := logFrom(ctx)
 	member := func(name string) (string, error) {
 		p := o.pods[name]
@@ -49,10 +49,11 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 		if err != nil {
 			return err
 		}
-		node, err := rc.Node(name, res, int32(a.CreateNode.ShardIndex), string(a.CreateNode.JoinType))
+		spec, err := s.desired(int32(a.CreateNode.ShardIndex))
 		if err != nil {
 			return fmt.Errorf("rendering node: %w", err)
 		}
+		node := rc.NodeOf(name, spec, string(a.CreateNode.JoinType))
 		if err := r.Create(ctx, node); err != nil {
 			return fmt.Errorf("creating ValkeyNode %s: %w", name, err)
 		}

@@ -106,13 +106,18 @@ type clusterScope struct {
 	tls    tlsCheck
 	nodeCA []byte
 
-	// From resolve: the config, image and roles.
-	res   *resolve.Result
-	users []resolve.User
+	// From resolve: the config, image and roles. res is nil when the
+	// config chain does not resolve; aclHeld says the ACL Secret keeps
+	// what it has because the bindings (or the config) do not resolve.
+	res     *resolve.Result
+	users   []resolve.User
+	aclHeld bool
 
-	// From observe: the nodes, pods and views, and how to reach the nodes.
-	o    *observed
-	conn *connector
+	// From observe: the nodes, pods and views, how to reach the nodes, and
+	// the spec each shard's new nodes get.
+	o       *observed
+	conn    *connector
+	desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)
 
 	// From the derived objects: a credentials rotation is under way.
 	rotating bool

@@ -48,9 +48,13 @@ func (r *ClusterReconciler) ensureDerivedObjects(ctx context.Context, s *cluster
 	vc, rc, o := s.vc, s.rc, s.o
 	// The exporter's user outlives the setting until the last pod running
 	// an exporter is replaced, so those keep authenticating meanwhile.
-	exporter := s.res.Exporter || o.anyExporter()
-	if err := r.ensureACLSecret(ctx, rc, s.users, s.passwords, o.minVersion(s.res.Version), exporter); err != nil {
-		return phaseResult{}, err
+	exporter := o.anyExporter() || (s.res != nil && s.res.Exporter)
+	if !s.aclHeld {
+		// While the bindings do not resolve, the ACL Secret keeps the
+		// rules the nodes run: a new node loads those, not a guess.
+		if err := r.ensureACLSecret(ctx, rc, s.users, s.passwords, o.minVersion(s.res.Version), exporter); err != nil {
+			return phaseResult{}, err
+		}
 	}
 	var err error
 	if s.rotating, err = r.rotateCredentials(ctx, vc, o, s.conn); err != nil {
@@ -63,6 +67,9 @@ func (r *ClusterReconciler) ensureDerivedObjects(ctx context.Context, s *cluster
 		return phaseResult{}, err
 	}
 	if err := r.recordNodeStatus(ctx, o); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.restorePodLabels(ctx, vc, o); err != nil {
 		return phaseResult{}, err
 	}
 	if err := r.ensurePodAnnotations(ctx, vc, o); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -29,6 +30,9 @@ type observed struct {
 	versions map[string]valkey.Version
 	// unreachable maps a running node to why it could not be asked.
 	unreachable map[string]error
+	// relabelled are the nodes whose pod exists but had lost the labels
+	// the operator's cache selects on (see readMissingPods).
+	relabelled []string
 }
 
 // names are the view's nodes, sorted.
@@ -57,15 +61,44 @@ func (r *ClusterReconciler) observe(ctx context.Context, s *clusterScope) (phase
 	if err != nil {
 		return phaseResult{}, err
 	}
-	desired := nodeSpecs(s.rc, s.res)
-	if _, err := desired(0); err != nil {
-		return phaseResult{}, err
+	desired, pr, err := r.desiredSpecs(ctx, s, o)
+	if pr.done || err != nil {
+		return pr, err
 	}
 	if err := r.buildMembers(ctx, o, conn, desired); err != nil {
 		return phaseResult{}, err
 	}
-	s.o, s.conn = o, conn
+	s.o, s.conn, s.desired = o, conn, desired
 	return nextPhase, nil
+}
+
+// desiredSpecs is what each shard's nodes should run: the config's fresh
+// rendering, or, on a formed cluster whose config cannot be read or
+// rendered, the rendering its members run (lastGoodSpecs), so healing
+// goes on while the user fixes the config.
+func (r *ClusterReconciler) desiredSpecs(ctx context.Context, s *clusterScope, o *observed) (func(int32) (valkeyv1.ValkeyNodeSpec, error), phaseResult, error) {
+	if s.res != nil {
+		desired := nodeSpecs(s.rc, s.res)
+		_, err := desired(0)
+		if err == nil {
+			return desired, nextPhase, nil
+		}
+		if !formed(s.vc) {
+			return nil, phaseResult{}, err
+		}
+		msg := err.Error()
+		if !isConditionMessage(s.vc, valkeyv1.CondReferencesResolved, msg) {
+			r.Recorder.Eventf(s.vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonConfigRejected, "Render", "%s", msg)
+		}
+		setCondition(s.vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, valkeyv1.ReasonConfigRejected, msg)
+		s.aclHeld = true
+	}
+	desired, ok := lastGoodSpecs(o.nodes)
+	if !ok {
+		logFrom(ctx).Info("no member to keep a rendering from; waiting for the config to be fixed")
+		return nil, requeueAfter(r.Options.SteadyResync), nil
+	}
+	return desired, nextPhase, nil
 }
 
 // nodeSpecs renders each shard's node spec once per reconcile.
@@ -110,6 +143,9 @@ func (r *ClusterReconciler) listMembers(ctx context.Context, vc *valkeyv1.Valkey
 	for i := range pods.Items {
 		o.pods[pods.Items[i].Name] = &pods.Items[i]
 	}
+	if err := r.readMissingPods(ctx, o); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -151,6 +187,7 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 		n := o.nodes[name]
 		want, err := desired(n.Spec.ShardIndex)
 		if err != nil {
+			wg.Wait()
 			return err
 		}
 		outdated, _ := render.Outdated(n.Spec, want)

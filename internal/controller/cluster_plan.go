@@ -7,8 +7,8 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// plan has the planner decide the wave from the observation alone. While
-// the TLS Secret is invalid only healing is kept, and creations of nodes
+// plan has the planner decide the wave from the observation alone (while
+// the TLS Secret is invalid, it keeps only healing); creations of nodes
 // whose containers keep failing back off.
 func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	shards, replicas := desiredShape(s.vc)
@@ -21,11 +21,9 @@ func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseRes
 		BatchSize:        r.Options.SlotBatch,
 		Members:          s.o.members,
 		Now:              time.Now(),
+		HoldForTLS:       s.tls.Failure != nil,
 	}
 	wave := topology.Plan(s.in)
-	if s.tls.Failure != nil {
-		wave = healingOnly(wave)
-	}
 	s.failures = containerFailures(s.o)
 	var err error
 	if s.wave, s.held, err = r.backOffReplacements(ctx, s.vc, s.o, s.failures, wave); err != nil {

@@ -14,30 +14,39 @@ import (
 
 // resolveConfig resolves the config chain, image and roles. A reference
 // that does not resolve is the user's to fix: it is reported, not retried
-// as an error, and the menu is read again on the resync.
+// as an error, and the menu is read again on the resync. Only what the
+// broken reference feeds waits: a formed cluster keeps healing with the
+// rendering its nodes run (see lastGoodSpecs), and with the ACL it has
+// while a binding does not resolve.
 func (r *ClusterReconciler) resolveConfig(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	res, users, err := r.resolve(ctx, vc)
-	if err != nil {
-		var rerr *resolve.Error
-		if errors.As(err, &rerr) {
-			logFrom(ctx).Info(rerr.Message)
-			if !isConditionMessage(vc, valkeyv1.CondReferencesResolved, rerr.Message) {
-				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, rerr.Reason, "Resolve", "%s", rerr.Message)
-			}
-			setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
-			return requeueAfter(r.Options.SteadyResync), nil
-		}
+	if err == nil {
+		setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionTrue, valkeyv1.ReasonResolved,
+			fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
+		r.applyDefaultUserCondition(vc, users)
+		s.res, s.users = res, users
+		return nextPhase, nil
+	}
+	var rerr *resolve.Error
+	if !errors.As(err, &rerr) {
 		return phaseResult{}, err
 	}
-	setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionTrue, valkeyv1.ReasonResolved,
-		fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
-	r.applyDefaultUserCondition(vc, users)
-	s.res, s.users = res, users
+	logFrom(ctx).Info(rerr.Message)
+	if !isConditionMessage(vc, valkeyv1.CondReferencesResolved, rerr.Message) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, rerr.Reason, "Resolve", "%s", rerr.Message)
+	}
+	setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
+	if !formed(vc) {
+		// Nothing runs yet that a rendering could be kept from.
+		return requeueAfter(r.Options.SteadyResync), nil
+	}
+	s.res, s.aclHeld = res, true
 	return nextPhase, nil
 }
 
-// resolve reads the config chain, image and roles live.
+// resolve reads the config chain, image and roles live. When only the
+// ACL bindings fail, the config's result comes back with the error.
 func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*resolve.Result, []resolve.User, error) {
 	m := menu{ctx: ctx, c: r.Client}
 	res, err := resolve.Config(m, vc.Spec.ConfigRef)
@@ -46,11 +55,11 @@ func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyClus
 	}
 	bindings, err := resolve.MergeACL(res.ACL, vc.Spec.ACL)
 	if err != nil {
-		return nil, nil, err
+		return res, nil, err
 	}
 	users, err := resolve.Users(m, bindings)
 	if err != nil {
-		return nil, nil, err
+		return res, nil, err
 	}
 	return res, users, nil
 }

@@ -187,3 +187,13 @@ func reportTLS(vc *valkeyv1.ValkeyCluster, info *tlssecret.Info, now time.Time) 
 	}
 	return rep
 }
+
+// mountedCA is the CA of the operator's copy of the TLS material, the one
+// every node has mounted; nil when there is none yet.
+func (r *ClusterReconciler) mountedCA(ctx context.Context, rc render.Cluster) ([]byte, error) {
+	s, err := r.nodeTLSCopy(ctx, rc)
+	if s == nil {
+		return nil, err
+	}
+	return s.Data[tlssecret.KeyCA], nil
+}

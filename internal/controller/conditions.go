@@ -20,6 +20,7 @@ var causeReasons = map[topology.WaitCause]string{
 	topology.CauseHeldForTLS:         valkeyv1.ReasonHeldForTLS,
 	topology.CauseScaleInNoHeadroom:  valkeyv1.ReasonInsufficientMemory,
 	topology.CauseReplacementBackoff: valkeyv1.ReasonReplacementBackoff,
+	topology.CausePodMissing:         valkeyv1.ReasonPodMissing,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

@@ -29,9 +29,11 @@ package controller
 // The platform team's menu, read only:
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 //
-// A node's pod is created once, annotated in place and deleted, never
-// updated; its ConfigMap is written once and never read back:
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;patch;delete
+// A node's pod is created once, annotated (and relabelled, if someone
+// removed its labels) in place and deleted, never updated; a pod missing
+// from the label-filtered cache is read by name (get) before anything
+// treats it as gone. Its ConfigMap is written once and never read back:
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 //
 // The readiness gate valkey.gomomento.com/synced is a pod status condition:
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch

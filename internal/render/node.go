@@ -44,6 +44,13 @@ func (c Cluster) Node(name string, r *resolve.Result, shard int32, joinType stri
 	if err != nil {
 		return nil, err
 	}
+	return c.NodeOf(name, spec, joinType), nil
+}
+
+// NodeOf is a new ValkeyNode called name with spec as it is: a node
+// rendered already, or one whose rendering is kept while the config it
+// came from cannot be read.
+func (c Cluster) NodeOf(name string, spec v1alpha1.ValkeyNodeSpec, joinType string) *v1alpha1.ValkeyNode {
 	meta := c.clusterMeta(name)
 	if joinType != "" {
 		meta.Labels[v1alpha1.LabelJoinType] = joinType
@@ -53,5 +60,5 @@ func (c Cluster) Node(name string, r *resolve.Result, shard int32, joinType stri
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: kindNode},
 		ObjectMeta: meta,
 		Spec:       spec,
-	}, nil
+	}
 }

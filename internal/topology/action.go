@@ -115,6 +115,8 @@ const (
 	// it answers; its keys are only in its memory, so it is never forgotten
 	// on a flag alone and Valkey clears the flag by itself.
 	ReasonPrimaryFlaggedButRunning = "primary flagged failed by its peers but its process runs, waiting for the flag to clear"
+	// ReasonHeldForTLS: a change waits while the TLS Secret is invalid.
+	ReasonHeldForTLS = "topology changes wait for a valid TLS Secret"
 	// ReasonPodMissingButAnswers: a slot owner's pod is missing from the
 	// operator's view (deleted, or relabelled out of its cache) while its
 	// peers still reach its process; nothing is replaced on that alone.

@@ -83,6 +83,9 @@ type Input struct {
 	// Now is the time Member.FailoverRequested is compared with; zero turns
 	// the comparison off.
 	Now time.Time
+	// HoldForTLS: the cluster's TLS Secret is invalid. Only healing goes
+	// ahead (see Plan); every other change waits for a valid Secret.
+	HoldForTLS bool
 }
 
 // Member is one ValkeyNode with its pod and, when reachable, its Valkey view.
