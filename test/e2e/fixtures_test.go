@@ -327,12 +327,15 @@ func assertNoProcesses(t testing.TB, ns string) {
 	localkubetest.AssertNoLeakedProcesses(t, local.Runtime.PodDirPrefix(ns))
 }
 
-// clientLoad is a cluster-aware client writing fresh keys and reading back
-// earlier ones for as long as a change runs. Every write the server
-// acknowledged is remembered, so the test can demand all of them back
-// afterwards, and every request's outcome is kept for an availability
-// record; failed requests are counted and reported, not asserted, since a
-// failover or a MOVED storm may legitimately fail a few.
+// clientLoad is a cluster-aware client that writes each of its keys again
+// and again and reads them back for as long as a change runs, checking
+// that every read returns the value last acknowledged. The last
+// acknowledged value of each key is remembered, so the test can demand
+// every one of them back afterwards (an older value is a lost update, not
+// only a missing key), and every request's outcome is kept for an
+// availability record. Failed requests are counted and reported here; the
+// tests of changes no client may notice assert there are none
+// (finishUndisturbed).
 type clientLoad struct {
 	c      valkey.Client
 	prefix string
@@ -345,9 +348,15 @@ type clientLoad struct {
 	owner   []int
 	writers int
 
-	mu      sync.Mutex
-	acked   map[string]string
-	ackAt   map[string]time.Time
+	mu sync.Mutex
+	// acked is each key's last acknowledged value, ackAt when that came;
+	// ackTimes every acknowledgement, for the gaps between them.
+	acked    map[string]string
+	ackAt    map[string]time.Time
+	ackTimes []time.Time
+	// retired counts keys left out of acked after a write of unknown
+	// outcome.
+	retired int
 	samples []loadSample
 	// errs are the first few failures, for the log.
 	errs []string
@@ -403,57 +412,56 @@ type staleRead struct{ key, got, want string }
 
 func (e staleRead) Error() string { return fmt.Sprintf("%s = %q, want %q", e.key, e.got, e.want) }
 
+// loadKeys is how many keys each writer cycles through: every key is
+// written again and again, so a lost update (an acknowledged value
+// replaced by an older one) shows as a stale read, not only a lost key.
+const loadKeys = 256
+
 func (l *clientLoad) write(w int) {
 	defer l.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(w), 7))
-	type kv struct{ k, v string }
-	var mine []kv
-	n := 0
+	var ring []string
+	last := map[string]string{} // key -> value last acknowledged, checkable keys only
+	n, seq := 0, 0
 	for {
 		select {
 		case <-l.stop:
 			return
 		default:
 		}
-		k := l.nextKey(w, &n)
-		v := fmt.Sprintf("v%d", n)
+		var k string
+		if i := seq % loadKeys; i < len(ring) {
+			k = ring[i]
+		} else {
+			k = l.nextKey(w, &n)
+			ring = append(ring, k)
+		}
+		seq++
+		v := fmt.Sprintf("v%d-%d", w, seq)
 		at, err := l.do(w, true, func(ctx context.Context) error {
 			return l.c.Do(ctx, l.c.B().Set().Key(k).Value(v).Build()).Error()
 		})
 		if err != nil {
+			// The write may still land (a timeout says nothing about the
+			// server), so the key's value is no longer known exactly: it
+			// is retired and a fresh key takes its place.
 			l.writeErrs.Add(1)
 			l.note("SET", at, err)
+			l.retire(k)
+			delete(last, k)
+			ring[(seq-1)%loadKeys] = l.nextKey(w, &n)
 		} else {
 			l.writes.Add(1)
 			l.mu.Lock()
 			l.acked[k] = v
 			l.ackAt[k] = at
+			l.ackTimes = append(l.ackTimes, at)
 			l.mu.Unlock()
-			mine = append(mine, kv{k, v})
+			last[k] = v
 		}
-		if len(mine) > 0 {
-			r := mine[rng.IntN(len(mine))]
-			at, err := l.do(w, false, func(ctx context.Context) error {
-				got, err := l.c.Do(ctx, l.c.B().Get().Key(r.k).Build()).ToString()
-				if err != nil && !valkey.IsValkeyNil(err) {
-					return err
-				}
-				if got != r.v {
-					return staleRead{r.k, got, r.v}
-				}
-				return nil
-			})
-			var stale staleRead
-			switch {
-			case errors.As(err, &stale):
-				l.stale.Add(1)
-				l.note("GET", at, err)
-			case err != nil:
-				l.readErrs.Add(1)
-				l.note("GET", at, err)
-			default:
-				l.reads.Add(1)
-			}
+		if len(last) > 0 {
+			r := ring[rng.IntN(len(ring))]
+			l.check(w, r, last[r])
 		}
 		select {
 		case <-l.stop:
@@ -461,6 +469,44 @@ func (l *clientLoad) write(w int) {
 		case <-time.After(l.pause): // pacing the client, not waiting for the operator
 		}
 	}
+}
+
+// check reads k back and counts it stale unless it holds want, the value
+// last acknowledged for it ("" for a key not known exactly: not read).
+func (l *clientLoad) check(w int, k, want string) {
+	if want == "" {
+		return
+	}
+	at, err := l.do(w, false, func(ctx context.Context) error {
+		got, err := l.c.Do(ctx, l.c.B().Get().Key(k).Build()).ToString()
+		if err != nil && !valkey.IsValkeyNil(err) {
+			return err
+		}
+		if got != want {
+			return staleRead{k, got, want}
+		}
+		return nil
+	})
+	var stale staleRead
+	switch {
+	case errors.As(err, &stale):
+		l.stale.Add(1)
+		l.note("GET", at, err)
+	case err != nil:
+		l.readErrs.Add(1)
+		l.note("GET", at, err)
+	default:
+		l.reads.Add(1)
+	}
+}
+
+// retire takes a key whose last write failed out of what finish returns.
+func (l *clientLoad) retire(k string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.acked, k)
+	delete(l.ackAt, k)
+	l.retired++
 }
 
 // nextKey is writer w's next fresh key, n its count of keys tried so far.
@@ -509,9 +555,9 @@ func (l *clientLoad) halt() {
 func (l *clientLoad) finish(t testing.TB) map[string]string {
 	t.Helper()
 	l.halt()
-	t.Logf("client load over %s: %d writes ok, %d failed; %d reads ok, %d failed, %d wrong or missing; first errors: %v",
+	t.Logf("client load over %s: %d writes ok, %d failed; %d reads ok, %d failed, %d wrong or missing; %d keys left unchecked after a failed write; first errors: %v",
 		time.Since(l.start).Round(time.Second), l.writes.Load(), l.writeErrs.Load(),
-		l.reads.Load(), l.readErrs.Load(), l.stale.Load(), l.errs)
+		l.reads.Load(), l.readErrs.Load(), l.stale.Load(), l.retired, l.errs)
 	if l.writes.Load() == 0 {
 		t.Fatal("no write succeeded during the change")
 	}
@@ -556,10 +602,7 @@ func (l *clientLoad) splitByAckTime(acked map[string]string, from, to time.Time)
 func (l *clientLoad) longestWriteGap() (time.Duration, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ats := make([]time.Time, 0, len(l.ackAt))
-	for _, at := range l.ackAt {
-		ats = append(ats, at)
-	}
+	ats := slices.Clone(l.ackTimes)
 	slices.SortFunc(ats, func(a, b time.Time) int { return a.Compare(b) })
 	var longest time.Duration
 	var from time.Time
