@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -199,6 +200,7 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 			Outdated:   outdated,
 			NodeID:     n.Status.NodeID,
 			Pod:        podState(o.pods[name]),
+			PodCreated: meta.IsStatusConditionTrue(n.Status.Conditions, valkeyv1.CondPodCreated),
 
 			FailoverRequested: annotatedTime(n, valkeyv1.AnnotationFailoverRequested),
 			LeavingSince:      annotatedTime(n, valkeyv1.AnnotationLeavingSince),

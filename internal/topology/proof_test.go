@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,6 +96,65 @@ func TestMissingPodOfAnsweringReplicaIsKept(t *testing.T) {
 	for _, a := range w.Actions {
 		if (a.Forget != nil && a.Forget.NodeID == id("n4")) || (a.DeleteNode != nil && a.DeleteNode.Node == "n4") {
 			t.Fatalf("%s acts on a replica whose process its peers still reach", a)
+		}
+	}
+}
+
+// A joining node gets one pod. Absent before it was created, the pod is
+// still to come; absent after, it is gone for good and the node is
+// replaced, through a forget first when the cluster had met it, on its
+// peers' word.
+func TestJoiningNodeWhosePodVanished(t *testing.T) {
+	joining := func(created, met, flagged bool) []Member {
+		nodes := append(formed3Nodes(), nd{name: "n7", shard: 0, role: RoleReplica, primary: "n1", life: LifecycleJoining})
+		ms := mesh(nodes...)
+		j := member(ms, "n7")
+		j.JoinType, j.PodCreated = JoinReplica, created
+		kill(ms, "n7", flagged)
+		if !flagged {
+			for i := range ms {
+				if v := ms[i].View; v != nil {
+					for k := range v.Peers {
+						if v.Peers[k].ID == id("n7") {
+							v.Peers[k].PFail = false
+						}
+					}
+				}
+			}
+		}
+		j.Pod.Phase = PodAbsent
+		if !met {
+			for i := range ms {
+				if v := ms[i].View; v != nil {
+					v.Peers = slices.DeleteFunc(v.Peers, func(p Peer) bool { return p.ID == id("n7") })
+				}
+			}
+		}
+		return ms
+	}
+	tests := []struct {
+		name    string
+		members []Member
+		want    string
+	}{
+		{"not created yet: it counts as shard 0's coming replica", joining(false, false, false),
+			`CreateNode shard=1 join="replica" (restoring replica count: shard 1); CreateNode shard=2 join="replica" (restoring replica count: shard 2)`},
+		{"created, then gone before it met anyone: deleted", joining(true, false, false), "DeleteNode node=n7 (deleting dead node: n7)"},
+		{"gone after it met the cluster, its peers flag it: forgotten", joining(true, true, true), "Forget id=id-n7 on=[n1 n2 n3 n4 n5 n6] (forgetting departed node: n7)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := Plan(Input{Shards: 3, ReplicasPerShard: 2, Members: tt.members})
+			if w.String() != tt.want {
+				t.Fatalf("got  %s\nwant %s", w, tt.want)
+			}
+		})
+	}
+	// Met, not flagged yet: its process may still run; nothing removes it.
+	w := Plan(Input{Shards: 3, ReplicasPerShard: 2, Members: joining(true, true, false)})
+	for _, a := range w.Actions {
+		if (a.Forget != nil && a.Forget.NodeID == id("n7")) || (a.DeleteNode != nil && a.DeleteNode.Node == "n7") {
+			t.Fatalf("%s removes a node its peers still reach", a)
 		}
 	}
 }

@@ -191,7 +191,7 @@ func (s *sim) input() Input {
 	quorum := s.quorum()
 	for _, p := range s.members() {
 		m := Member{Name: p.name, ShardIndex: p.shard, Lifecycle: p.lifecycle, JoinType: p.join,
-			Outdated: p.version != s.version, NodeID: p.id,
+			Outdated: p.version != s.version, NodeID: p.id, PodCreated: true,
 			Pod: Pod{Phase: p.phase, IP: p.ip, Unschedulable: p.unsched}}
 		if p.healthy() && p.phase == PodRunning && !s.silent[p.name] {
 			m.View = s.view(p, owned, quorum)

@@ -36,9 +36,11 @@ const (
 type PodPhase string
 
 const (
-	// PodAbsent: no pod object exists. For a Joining node this means the node
-	// controller has not created it yet; for any other node the pod is gone
-	// for good, because pods are created once and never restarted.
+	// PodAbsent: no pod object exists (the API server says so, not merely
+	// the operator's cache). For a Joining node whose pod was never created
+	// this means the node controller has not got to it yet; for any other
+	// node the pod is gone for good, because pods are created once and
+	// never restarted.
 	PodAbsent PodPhase = ""
 	// PodPending: created but not running yet (scheduling, pulling, starting).
 	PodPending PodPhase = "Pending"
@@ -107,6 +109,10 @@ type Member struct {
 	// not recorded).
 	LeavingSince time.Time
 	Pod          Pod
+	// PodCreated: the node's pod was created once (the ValkeyNode's
+	// PodCreated condition). A Joining node whose pod is absent after that
+	// lost it for good: it will never get another.
+	PodCreated bool
 	// View is nil when the node could not be asked this tick.
 	View *View
 }

@@ -18,14 +18,20 @@ type node struct {
 // live: its pod runs and it answered this tick.
 func (n *node) live() bool { return n.Pod.Phase == PodRunning && n.View != nil }
 
-// dead: its process is gone for good (pods are never restarted).
+// dead: its process is gone for good (pods are never restarted, and a
+// node gets one pod only).
 func (n *node) dead() bool {
-	return n.Pod.Phase == PodGone || (n.Pod.Phase == PodAbsent && n.Lifecycle != LifecycleJoining)
+	return n.Pod.Phase == PodGone || (n.Pod.Phase == PodAbsent && !n.awaitingPod())
 }
 
 // pending: not running yet.
 func (n *node) pending() bool {
-	return n.Pod.Phase == PodPending || (n.Pod.Phase == PodAbsent && n.Lifecycle == LifecycleJoining)
+	return n.Pod.Phase == PodPending || (n.Pod.Phase == PodAbsent && n.awaitingPod())
+}
+
+// awaitingPod: a joining node whose one pod has not been created yet.
+func (n *node) awaitingPod() bool {
+	return n.Lifecycle == LifecycleJoining && !n.PodCreated
 }
 
 // unknown: its pod runs but it did not answer.

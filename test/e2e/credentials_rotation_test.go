@@ -122,7 +122,7 @@ func TestOperatorCredentialsRotate(t *testing.T) {
 	fail(t, key.Namespace, replica, podDeleted)
 	waitReplaced(t, key, replica, 1, 1)
 
-	acked := load.finish(t)
+	acked := load.finishUndisturbed(t)
 	checkAll(t, c, before)
 	checkAll(t, c, acked)
 }

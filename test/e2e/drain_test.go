@@ -156,7 +156,7 @@ func drainNodeWithPrimaries(t *testing.T, version string) {
 		}
 	}
 
-	acked := load.finish(t)
+	acked := load.finishUndisturbed(t)
 	checkAll(t, c, before)
 	// An evicted primary hands its role to its synced replica before it
 	// stops (the operator's CLUSTER FAILOVER waits for the replica to catch

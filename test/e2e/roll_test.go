@@ -72,7 +72,7 @@ func TestRollingReplacement(t *testing.T) {
 		})
 		vc = waitConverged(t, key, shards, replicas, 5*time.Minute)
 		t.Logf("%s: every node replaced in %s", step.what, time.Since(start).Round(time.Second))
-		acked := load.finish(t)
+		acked := load.finishUndisturbed(t)
 
 		if got := shardSlots(vc); !maps.Equal(got, oldSlots) {
 			t.Fatalf("shards' slots changed: %v, were %v", got, oldSlots)

@@ -39,7 +39,7 @@ func scaleShardsUnderLoad(t *testing.T, key client.ObjectKey, c valkey.Client, b
 		updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = int32(to) })
 		vc := waitConverged(t, key, to, replicas, 5*time.Minute)
 		t.Logf("%d -> %d shards: Active with %d nodes after %s", from, to, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
-		acked := load.finish(t)
+		acked := load.finishUndisturbed(t)
 		assertEvenSlots(t, key.Namespace, vc, to)
 		checkAll(t, c, before)
 		checkAll(t, c, acked)
@@ -81,7 +81,7 @@ func TestReplicaScaling(t *testing.T) {
 		updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { vc.Spec.ReplicasPerShard = int32(replicas) })
 		vc := waitConverged(t, key, 2, replicas, 5*time.Minute)
 		t.Logf("replicasPerShard -> %d: Active with %d nodes after %s", replicas, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
-		acked := load.finish(t)
+		acked := load.finishUndisturbed(t)
 		checkAll(t, c, before)
 		checkAll(t, c, acked)
 	}
