@@ -45,6 +45,27 @@ const (
 	// AnnotationCredentialsSwitchedAt, on {cluster}-operator-auth, is when
 	// the rotation under way made the new passwords current (RFC 3339).
 	AnnotationCredentialsSwitchedAt = "valkey.gomomento.com/credentials-switched-at"
+	// AnnotationCredentialsRotating, on {cluster}-operator-auth, is the
+	// request the rotation under way serves: a request changed meanwhile
+	// starts another.
+	AnnotationCredentialsRotating = "valkey.gomomento.com/credentials-rotating"
+	// AnnotationReplacementBackoff records on a ValkeyCluster how many node
+	// containers exited in a row and when the last did. It lives in the
+	// API rather than in memory so an operator restart does not forget a
+	// crash loop and start recreating hot again.
+	AnnotationReplacementBackoff = "valkey.gomomento.com/replacement-backoff"
+	// AnnotationVerifiedLeaves, on {cluster}-node-tls, lists the
+	// fingerprints of leaves the operator has verified nodes serving. When
+	// a CA is rotated without the bundle step, the new ca.crt no longer
+	// trusts what the nodes still serve, yet the operator must connect to
+	// them to issue the very reload that fixes it. It then accepts a node
+	// whose leaf is one it verified before (the handshake still proves the
+	// node holds that leaf's key, and the hostname is still checked),
+	// rather than trusting the old CA wholesale: a CA is often rotated
+	// because it can no longer be trusted. It is kept on the Secret, not in
+	// memory, so an operator restart in the middle of a rotation does not
+	// strand the nodes.
+	AnnotationVerifiedLeaves = "valkey.gomomento.com/verified-leaves"
 
 	// ConditionSynced is the readiness gate of every Valkey pod: True once
 	// the node holds its shard's data (a primary, or a replica whose initial

@@ -117,7 +117,7 @@ func (r *ClusterReconciler) verifiedLeaves(ctx context.Context, rc render.Cluste
 	if s == nil {
 		return nil, err
 	}
-	return parsePins(s.Annotations[annotationVerifiedLeaves]), nil
+	return parsePins(s.Annotations[valkeyv1.AnnotationVerifiedLeaves]), nil
 }
 
 // applyTLSConditions reports validity, usage warnings and expiry.

@@ -103,22 +103,10 @@ func nodeConnector(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyClus
 			return nil, fmt.Errorf("reading Secret %s: %w", render.NodeTLSSecretName(vc.Name), err)
 		}
 		conn.caPEM = copySecret.Data[tlssecret.KeyCA]
-		conn.pins = parsePins(copySecret.Annotations[annotationVerifiedLeaves])
+		conn.pins = parsePins(copySecret.Annotations[valkeyv1.AnnotationVerifiedLeaves])
 	}
 	return conn, nil
 }
-
-// annotationVerifiedLeaves, on the copy Secret, lists the fingerprints of
-// leaves the operator has verified nodes serving. When a CA is rotated
-// without the bundle step, the new ca.crt no longer trusts what the nodes
-// still serve, yet the operator must connect to them to issue the very
-// reload that fixes it. It then accepts a node whose leaf is one it
-// verified before (the handshake still proves the node holds that leaf's
-// key, and the hostname is still checked), rather than trusting the old CA
-// wholesale: a CA is often rotated because it can no longer be trusted. It
-// is kept on the copy Secret, not in memory, so an operator restart in the
-// middle of a rotation does not strand the nodes.
-const annotationVerifiedLeaves = "valkey.gomomento.com/verified-leaves"
 
 // parsePins reads the verified-leaf annotation.
 func parsePins(v string) []string {

@@ -57,10 +57,6 @@ func rotationStepOf(s *corev1.Secret, requested string) (rotationStep, render.Pa
 	return nextRotationStep(p, requested, s.Annotations[valkeyv1.AnnotationCredentialsRotated]), p, nil
 }
 
-// annotationCredentialsRotating, on the auth Secret, is the request the
-// rotation under way serves: a request changed meanwhile starts another.
-const annotationCredentialsRotating = "valkey.gomomento.com/credentials-rotating"
-
 // rotateCredentials advances a rotation by at most one step. It reports
 // whether one is under way, so the cluster is looked at again soon.
 func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *connector) (bool, error) {
@@ -99,7 +95,7 @@ func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.
 			return false, fmt.Errorf("generating passwords: %w", err)
 		}
 		p.NextOperator, p.NextReplication = next.Operator, next.Replication
-		if err := r.writeAuth(ctx, s, p, map[string]string{annotationCredentialsRotating: requested}); err != nil {
+		if err := r.writeAuth(ctx, s, p, map[string]string{valkeyv1.AnnotationCredentialsRotating: requested}); err != nil {
 			return false, err
 		}
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotationStarted, "RotateCredentials",
@@ -130,11 +126,11 @@ func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.
 			log.V(1).Info("credentials rotation waiting", "for", why)
 			return true, nil
 		}
-		served := s.Annotations[annotationCredentialsRotating]
+		served := s.Annotations[valkeyv1.AnnotationCredentialsRotating]
 		p.PreviousOperator, p.PreviousReplication = "", ""
 		if err := r.writeAuth(ctx, s, p, map[string]string{
 			valkeyv1.AnnotationCredentialsRotated:    served,
-			annotationCredentialsRotating:            "",
+			valkeyv1.AnnotationCredentialsRotating:   "",
 			valkeyv1.AnnotationCredentialsSwitchedAt: "",
 		}); err != nil {
 			return false, err

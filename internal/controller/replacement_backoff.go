@@ -13,12 +13,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// AnnotationReplacementBackoff records on a ValkeyCluster how many node
-// containers exited in a row and when the last did. It lives in the API
-// rather than in memory so an operator restart does not forget a crash
-// loop and start recreating hot again.
-const AnnotationReplacementBackoff = "valkey.gomomento.com/replacement-backoff"
-
 // reasonBackoffWait is the planner-style reason of the wait that replaces
 // held node creations.
 const reasonBackoffWait = "replacements back off after repeated container failures"
@@ -114,7 +108,7 @@ func holdCreations(wave topology.Wave, rec replacementRecord, now time.Time) (to
 // tick's failures and holds the wave's node creations while it says so.
 func (r *ClusterReconciler) backOffReplacements(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, failures []containerFailure, wave topology.Wave) (topology.Wave, string, error) {
 	var rec replacementRecord
-	if raw := vc.Annotations[AnnotationReplacementBackoff]; raw != "" {
+	if raw := vc.Annotations[valkeyv1.AnnotationReplacementBackoff]; raw != "" {
 		// A record that does not parse is dropped: the worst is one hot
 		// replacement more.
 		_ = json.Unmarshal([]byte(raw), &rec)
@@ -137,7 +131,7 @@ func (r *ClusterReconciler) writeReplacementRecord(ctx context.Context, vc *valk
 		}
 		want = string(b)
 	}
-	if vc.Annotations[AnnotationReplacementBackoff] == want {
+	if vc.Annotations[valkeyv1.AnnotationReplacementBackoff] == want {
 		return nil
 	}
 	// Patched on a copy: the reply would overwrite the status this
@@ -147,12 +141,12 @@ func (r *ClusterReconciler) writeReplacementRecord(ctx context.Context, vc *valk
 	cp := vc.DeepCopy()
 	patch := client.MergeFromWithOptions(cp.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if want == "" {
-		delete(cp.Annotations, AnnotationReplacementBackoff)
+		delete(cp.Annotations, valkeyv1.AnnotationReplacementBackoff)
 	} else {
 		if cp.Annotations == nil {
 			cp.Annotations = map[string]string{}
 		}
-		cp.Annotations[AnnotationReplacementBackoff] = want
+		cp.Annotations[valkeyv1.AnnotationReplacementBackoff] = want
 	}
 	if err := r.Patch(ctx, cp, patch); err != nil {
 		return fmt.Errorf("recording replacement backoff: %w", err)

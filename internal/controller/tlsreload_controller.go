@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,7 +108,7 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 	}
 
 	key := client.ObjectKeyFromObject(vc)
-	pins := parsePins(copySecret.Annotations[annotationVerifiedLeaves])
+	pins := parsePins(copySecret.Annotations[valkeyv1.AnnotationVerifiedLeaves])
 	mem, _ := r.memory(key, want.Hash)
 	pass := tlsPass{
 		r:       r,
@@ -256,19 +257,10 @@ func verifyServed(chain []*x509.Certificate, serverName string, caPEM []byte, pi
 		NotAfter:    leaf.NotAfter,
 		Trusted:     tlssecret.Trusts(caPEM, ders),
 	}
-	if !s.Trusted && !containsString(pins, s.Fingerprint) {
+	if !s.Trusted && !slices.Contains(pins, s.Fingerprint) {
 		return servedCert{}, fmt.Errorf("%w (leaf %s, issuer %q)", errServedNotTrusted, shortFingerprint(s.Fingerprint), leaf.Issuer.String())
 	}
 	return s, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func shortFingerprint(fp string) string {
@@ -363,7 +355,7 @@ func (r *TLSReloader) writePins(ctx context.Context, s *corev1.Secret, old, pins
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[annotationVerifiedLeaves] = strings.Join(pins, ",")
+	s.Annotations[valkeyv1.AnnotationVerifiedLeaves] = strings.Join(pins, ",")
 	if err := r.Patch(ctx, s, patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// The copy changed under the pass; the change is watched.

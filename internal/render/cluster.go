@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
 
 // Cluster is the environment every object of one ValkeyCluster is rendered
@@ -38,13 +37,6 @@ func (c Cluster) exporterImage() string {
 
 // tls says whether the cluster's nodes are tls-only.
 func (c Cluster) tls() bool { return c.Cluster.Spec.TLS != nil }
-
-func domainOrDefault(domain string) string {
-	if domain == "" {
-		return tlssecret.DefaultClusterDomain
-	}
-	return domain
-}
 
 // zoneSpread is the effective strictness for a node's pod.
 func (c Cluster) zoneSpread(p *v1alpha1.Placement) v1alpha1.ZoneSpread {

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 )
 
 // A node whose valkey-server exits at start (a directive value the server
@@ -49,9 +48,9 @@ func TestFailureCrashingNodesBackOff(t *testing.T) {
 	}
 	readRecord := func() (record, error) {
 		var rec record
-		raw := getCluster(t, key).Annotations[controller.AnnotationReplacementBackoff]
+		raw := getCluster(t, key).Annotations[valkeyv1.AnnotationReplacementBackoff]
 		if raw == "" {
-			return rec, fmt.Errorf("no %s annotation yet", controller.AnnotationReplacementBackoff)
+			return rec, fmt.Errorf("no %s annotation yet", valkeyv1.AnnotationReplacementBackoff)
 		}
 		return rec, json.Unmarshal([]byte(raw), &rec)
 	}
@@ -111,7 +110,7 @@ func TestFailureCrashingNodesBackOff(t *testing.T) {
 	waitConverged(t, key, 1, 0, 3*time.Minute)
 	eventually(t, 30*time.Second, "the failure record cleared and ContainersHealthy True", func() error {
 		got := getCluster(t, key)
-		if raw := got.Annotations[controller.AnnotationReplacementBackoff]; raw != "" {
+		if raw := got.Annotations[valkeyv1.AnnotationReplacementBackoff]; raw != "" {
 			return fmt.Errorf("record still %s", raw)
 		}
 		if c := condition(got, valkeyv1.CondContainersHealthy); c == nil || c.Status != metav1.ConditionTrue {

@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,13 +31,21 @@ func TestStalledPrimaryIsNotForgotten(t *testing.T) {
 	before := writeKeys(t, c, "before", 2000)
 	waitReplicated(t, c)
 
-	for i, stall := range []time.Duration{2 * nodeTimeout, 6 * nodeTimeout} {
+	// The long stall outlasts what a liveness probe would allow (three
+	// failed checks ten seconds apart), with clients piling up connection
+	// attempts on the stalled process as they do in production until its
+	// accept backlog is full: a slow process is no dead one, and nothing
+	// of the operator's may kill it for being slow.
+	for i, stall := range []time.Duration{2 * nodeTimeout, 8 * nodeTimeout} {
 		t.Run(fmt.Sprintf("stalled for %s", stall), func(t *testing.T) {
 			vc := getCluster(t, key)
 			victim := vc.Status.ShardStatuses[0].Primary
 			victimID := podMyself(t, key.Namespace, victim).ID
 			witness := vc.Status.ShardStatuses[1].Primary
 			load := startLoad(c, fmt.Sprintf("stall-%d", i))
+			if stall > 6*nodeTimeout {
+				defer floodConnections(t, key.Namespace, victim, 1500)()
+			}
 
 			stopped := stallFor(t, key, victim, victimID, witness, stall)
 			// The dangerous window is after the resume: the node answers
@@ -88,6 +99,44 @@ func stallFor(t *testing.T, key client.ObjectKey, victim, victimID, witness stri
 	signal(t, key, victim, syscall.SIGCONT)
 	resumed = true
 	return stopped
+}
+
+// floodConnections opens n connections to pod's client port, as many
+// reconnecting clients do, and keeps them open until the returned func
+// closes them. Against a stopped process they fill its accept backlog, and
+// the attempts past it hang.
+func floodConnections(t testing.TB, ns, pod string, n int) func() {
+	t.Helper()
+	var p corev1.Pod
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pod}, &p); err != nil {
+		t.Fatalf("reading pod %s: %v", pod, err)
+	}
+	addr := net.JoinHostPort(p.Status.PodIP, "6379")
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := local.Runtime.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		t.Logf("%d of %d connection attempts to %s were accepted by the kernel", len(conns), n, pod)
+		for _, c := range conns {
+			c.Close()
+		}
+	}
 }
 
 // signal sends sig to a pod's valkey-server.
