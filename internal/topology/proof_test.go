@@ -158,3 +158,40 @@ func TestJoiningNodeWhosePodVanished(t *testing.T) {
 		}
 	}
 }
+
+// A former primary that was cut off while its replica took over still
+// claims its slots until it learns otherwise; its peers flag it FAIL. The
+// live, unflagged owner is the slots' owner and the shard's primary, so
+// the stale claim is never a migration's source.
+func TestStaleSlotClaimLosesToUnflaggedOwner(t *testing.T) {
+	ms := formed3()
+	n4 := member(ms, "n4").View
+	n4.Role, n4.PrimaryID, n4.Slots = RolePrimary, "", rs(0, 5461)
+	for i := range ms {
+		v := ms[i].View
+		for j := range v.Peers {
+			switch v.Peers[j].ID {
+			case id("n1"):
+				v.Peers[j].Fail = ms[i].Name != "n1"
+			case id("n4"):
+				v.Peers[j].Role, v.Peers[j].Slots = RolePrimary, rs(0, 5461)
+			}
+		}
+	}
+	for _, order := range [][]string{{"n1", "n4"}, {"n4", "n1"}} {
+		in := Input{Shards: 3, ReplicasPerShard: 1, Members: append([]Member{*member(ms, order[0]), *member(ms, order[1])}, ms[1:3]...)}
+		in.Members = append(in.Members, *member(ms, "n5"), *member(ms, "n6"))
+		w := newWorld(in)
+		if got := w.owner[0]; got != id("n4") {
+			t.Fatalf("slot 0 owned by %s, want the unflagged n4", got)
+		}
+		if d := w.designated(0); d == nil || d.Name != "n4" {
+			t.Fatalf("shard 0's designated primary %v, want n4", d)
+		}
+		for _, a := range Plan(in).Actions {
+			if a.MigrateSlots != nil && a.MigrateSlots.From == "n1" {
+				t.Fatalf("%s moves slots from the stale claimant", a)
+			}
+		}
+	}
+}

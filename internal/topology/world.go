@@ -130,16 +130,32 @@ func newWorld(in Input) *world {
 		}
 	}
 
-	// Slot ownership: every live node is authoritative about itself; for
-	// nodes that cannot speak, take what the live nodes say about them.
+	// Failure flags as the live nodes report them.
 	live := w.liveNodes()
 	for _, n := range live {
-		if n.View.Role != RolePrimary {
-			continue
+		for id, p := range n.peers {
+			if p.Fail {
+				w.failFlag[id] = true
+			}
 		}
-		for _, r := range n.View.Slots {
-			for s := max(r.Start, 0); s <= min(r.End, TotalSlots-1); s++ {
-				w.owner[s] = n.id
+	}
+
+	// Slot ownership: every live node is authoritative about itself, an
+	// unflagged one before one its peers flag FAIL (a former primary that
+	// was cut off while its replica took over still claims the slots
+	// until it learns otherwise); for nodes that cannot speak, take what
+	// the live nodes say about them.
+	for _, flagged := range []bool{false, true} {
+		for _, n := range live {
+			if n.View.Role != RolePrimary || w.failFlag[n.id] != flagged {
+				continue
+			}
+			for _, r := range n.View.Slots {
+				for s := max(r.Start, 0); s <= min(r.End, TotalSlots-1); s++ {
+					if w.owner[s] == "" {
+						w.owner[s] = n.id
+					}
+				}
 			}
 		}
 	}
@@ -180,15 +196,11 @@ func newWorld(in Input) *world {
 	}
 	slices.Sort(w.holders)
 
-	// Failure flags as the live nodes report them.
 	knowers := map[string]int{}
 	suspects := map[string]int{}
 	for _, n := range live {
 		for id, p := range n.peers {
 			knowers[id]++
-			if p.Fail {
-				w.failFlag[id] = true
-			}
 			if p.Fail || p.PFail {
 				suspects[id]++
 			}
@@ -353,9 +365,12 @@ func (w *world) slotsOf(idx int) int {
 // the live slot holder; else a live primary that already has replicas; else
 // the first met live primary, Active before Joining.
 func (w *world) designated(idx int) *node {
+	// A primary its peers flag FAIL may be a former one still claiming
+	// slots it lost: it is nobody's designated primary, and so no
+	// migration's source or target, until the flag clears.
 	var cands []*node
 	for _, n := range w.shardMembers(idx) {
-		if n.live() && n.isPrimary() {
+		if w.healthy(n) && n.isPrimary() {
 			cands = append(cands, n)
 		}
 	}
