@@ -268,6 +268,9 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		v.LinkUp = repl.PrimaryLinkStatus == "up"
 		v.SyncDone = v.LinkUp && !repl.PrimarySyncInProgress
 		v.HoldsData = repl.HoldsPrimaryData()
+		if !v.LinkUp {
+			v.LinkDownSeconds = repl.LinkDownSeconds
+		}
 		v.ReplOffset = repl.ReplicaOffset
 	}
 	for _, p := range nodes {

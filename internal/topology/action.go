@@ -76,8 +76,12 @@ func (m MigrationMethod) Command() string {
 const (
 	ReasonWaitAutoFailover = "primary unhealthy but replicas exist, waiting for auto-failover"
 	ReasonTakeover         = "no quorum — issued TAKEOVER on replica"
-	ReasonUnschedulable    = "bootstrap blocked: pod cannot be scheduled"
-	ReasonRollFailover     = "failover to up-to-date replica for rolling upgrade"
+	// ReasonElectionOverdue: a majority of primaries is healthy, yet no
+	// replica was elected within ElectionDeadline; the best one that holds
+	// the data takes over.
+	ReasonElectionOverdue = "no replica elected in time — issued TAKEOVER on the most caught-up replica"
+	ReasonUnschedulable   = "bootstrap blocked: pod cannot be scheduled"
+	ReasonRollFailover    = "failover to up-to-date replica for rolling upgrade"
 	// ReasonHandOver: a primary's pod is being deleted (deletion, eviction,
 	// drain) while its process still serves; a synced replica takes over
 	// before the process gets SIGTERM.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // handOvers fails over, in one wave, every slot-holding primary whose pod is
@@ -71,11 +72,15 @@ func (w *world) primaries() (Action, bool) {
 		}
 		reps, empty := w.takeoverCandidates(id, m)
 		if len(reps) > 0 {
+			reason := ReasonTakeover
 			if w.quorum() {
-				notes.add(waitOn(TierStability, CauseAutoFailover, ReasonWaitAutoFailover, name))
-				continue
+				if !electionOverdue(reps) {
+					notes.add(waitOn(TierStability, CauseAutoFailover, ReasonWaitAutoFailover, name))
+					continue
+				}
+				reason = ReasonElectionOverdue
 			}
-			return Action{Kind: KindFailover, Tier: TierStability, Reason: ReasonTakeover,
+			return Action{Kind: KindFailover, Tier: TierStability, Reason: reason,
 				Detail:   fmt.Sprintf("%s replaces %s", reps[0].Name, name),
 				Failover: &Failover{Node: reps[0].Name, Mode: FailoverTakeover}}, true
 		}
@@ -100,6 +105,20 @@ func (w *world) primaries() (Action, bool) {
 		notes.add(wait(TierStability, "lost primary is still known by its replicas", name))
 	}
 	return notes.get()
+}
+
+// ElectionDeadline bounds the wait for Valkey's own election once a
+// primary is down: detection takes cluster-node-timeout (5 s), the
+// election a second or two more, so a replica whose link has been down
+// three times that long was never going to be elected (it is configured
+// out of elections, or its voters cannot reach it). It holds the data,
+// so it takes over.
+const ElectionDeadline = 20 * time.Second
+
+// electionOverdue: the best candidate's own link has been down past
+// ElectionDeadline.
+func electionOverdue(reps []*node) bool {
+	return time.Duration(reps[0].View.LinkDownSeconds)*time.Second >= ElectionDeadline
 }
 
 // provenDown: the slot holder id's process is known to be gone or cut

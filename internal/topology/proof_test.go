@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rollOf1x1 is a 1x1 shard in the middle of a roll: n1 the outdated
@@ -57,9 +58,16 @@ func TestLostPrimaryNeedsDataAndProof(t *testing.T) {
 			ms := formed3()
 			kill(ms, "n1", true)
 			v := member(ms, "n4").View
-			v.LinkUp, v.SyncDone = false, false
+			v.LinkUp, v.SyncDone, v.LinkDownSeconds = false, false, int64(ElectionDeadline/time.Second)-1
 			return ms
 		}, "Wait (" + ReasonWaitAutoFailover + ": n1)"},
+		{"with quorum, an election that has not happened past the deadline is not waited for", 3, 1, func() []Member {
+			ms := formed3()
+			kill(ms, "n1", true)
+			v := member(ms, "n4").View
+			v.LinkUp, v.SyncDone, v.LinkDownSeconds = false, false, int64(ElectionDeadline/time.Second)
+			return ms
+		}, "Failover node=n4 mode=takeover (" + ReasonElectionOverdue + ": n4 replaces n1)"},
 		{"a primary whose pod is missing while its peers reach it is not forgotten", 3, 0, func() []Member {
 			ms := mesh(formed3Nodes()[:3]...)
 			member(ms, "n1").Pod.Phase, member(ms, "n1").View = PodAbsent, nil

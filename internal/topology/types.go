@@ -152,6 +152,10 @@ type View struct {
 	// ReplOffset is the replication offset, used to pick the most caught-up
 	// replica for a forced takeover.
 	ReplOffset int64
+	// LinkDownSeconds: how long a replica's link to its primary has been
+	// down, as it reports itself (0 while up, -1 if it never synced). It
+	// is the clock that bounds the wait for Valkey's own election.
+	LinkDownSeconds int64
 	// Migrating and Importing are classic (SETSLOT) migrations: slot -> peer
 	// node ID.
 	Migrating map[int]string
