@@ -52,7 +52,8 @@ type Permission struct {
 // ChannelPattern is a Pub/Sub channel glob.
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=128
-// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\x00-\\\\x20\\\\x7f\"\\']')",message="channel pattern must not contain control characters, spaces or quotes"
+// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\p{Cc}\\\\p{Z}\"\\']')",message="channel pattern must not contain control characters, whitespace or quotes"
+// +kubebuilder:validation:XValidation:rule="!self.endsWith(')')",message="channel pattern must not end with ')', which would end an ACL selector early; write a final ')' as [)]"
 type ChannelPattern string
 
 // KeyAccess says whether a key pattern is readable, writable or both.
@@ -70,7 +71,8 @@ type KeyPattern struct {
 	// Pattern is a key glob, without the '~' prefix.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\x00-\\\\x20\\\\x7f\"\\']')",message="key pattern must not contain control characters, spaces or quotes"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\p{Cc}\\\\p{Z}\"\\']')",message="key pattern must not contain control characters, whitespace or quotes"
+	// +kubebuilder:validation:XValidation:rule="!self.endsWith(')')",message="key pattern must not end with ')', which would end an ACL selector early; write a final ')' as [)]"
 	Pattern string `json:"pattern"`
 
 	// Access granted on matching keys.

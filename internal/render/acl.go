@@ -26,12 +26,18 @@ func ACLFile(users []resolve.User, p Passwords, valkeyVersion string, exporter b
 	}
 	var b strings.Builder
 	defaultBound := false
+	seen := map[string]bool{}
 	for _, u := range users {
-		line, err := userLine(u)
-		if err != nil {
+		// Valkey refuses a whole file over one bad line, and crashes on
+		// an unterminated selector: refuse here instead.
+		if err := u.Check(); err != nil {
 			return "", err
 		}
-		b.WriteString(line)
+		if seen[u.Binding.Username] {
+			return "", fmt.Errorf("user %q is bound twice", u.Binding.Username)
+		}
+		seen[u.Binding.Username] = true
+		b.WriteString(userLine(u))
 		b.WriteByte('\n')
 		if u.Binding.Username == DefaultUser {
 			defaultBound = true
@@ -55,11 +61,8 @@ func ACLFile(users []resolve.User, p Passwords, valkeyVersion string, exporter b
 	return b.String(), nil
 }
 
-func userLine(u resolve.User) (string, error) {
+func userLine(u resolve.User) string {
 	b := u.Binding
-	if len(u.Roles) != len(b.Permissions) {
-		return "", fmt.Errorf("user %q: %d roles for %d permissions", b.Username, len(u.Roles), len(b.Permissions))
-	}
 	tokens := []string{"user", b.Username, "on"}
 	for _, h := range b.PasswordHashes {
 		tokens = append(tokens, "#"+string(h))
@@ -73,7 +76,7 @@ func userLine(u resolve.User) (string, error) {
 		}
 		tokens = append(tokens, "("+strings.Join(rules, " ")+")")
 	}
-	return strings.Join(tokens, " "), nil
+	return strings.Join(tokens, " ")
 }
 
 // permissionRules are one permission's tokens: keys, channels, categories,

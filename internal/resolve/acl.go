@@ -58,9 +58,67 @@ func Users(roles Roles, bindings []v1alpha1.AclBinding) ([]User, error) {
 			}
 			u.Roles = append(u.Roles, role.Spec)
 		}
+		if err := u.Check(); err != nil {
+			return nil, unrenderableACL(err)
+		}
 		users = append(users, u)
 	}
 	return users, nil
+}
+
+// Check refuses text the ACL file cannot carry, with the same rules as
+// admission, naming the user, the role and the field. Admission keeps such
+// text out of new objects; this keeps it out of the file when an object
+// predates a rule.
+func (u User) Check() error {
+	b := u.Binding
+	if err := v1alpha1.CheckUsername(b.Username); err != nil {
+		return fmt.Errorf("user %q: username %w", b.Username, err)
+	}
+	for i, h := range b.PasswordHashes {
+		if err := v1alpha1.CheckPasswordHash(h); err != nil {
+			return fmt.Errorf("user %q: passwordHashes[%d] %w", b.Username, i, err)
+		}
+	}
+	if len(u.Roles) != len(b.Permissions) {
+		return fmt.Errorf("user %q: %d roles for %d permissions", b.Username, len(u.Roles), len(b.Permissions))
+	}
+	for i, p := range b.Permissions {
+		for j, k := range p.Keys {
+			if err := v1alpha1.CheckGlob(k.Pattern); err != nil {
+				return fmt.Errorf("user %q: permissions[%d].keys[%d].pattern %q %w", b.Username, i, j, k.Pattern, err)
+			}
+		}
+		for j, c := range p.Channels {
+			if err := v1alpha1.CheckGlob(string(c)); err != nil {
+				return fmt.Errorf("user %q: permissions[%d].channels[%d] %q %w", b.Username, i, j, c, err)
+			}
+		}
+		if err := checkRole(u.Roles[i]); err != nil {
+			return fmt.Errorf("ValkeyRole %q (permissions[%d] of user %q): %w", p.RoleRef, i, b.Username, err)
+		}
+	}
+	return nil
+}
+
+func checkRole(r v1alpha1.ValkeyRoleSpec) error {
+	for i, c := range r.Categories {
+		if err := v1alpha1.CheckACLName(c.Name); err != nil {
+			return fmt.Errorf("categories[%d].name %q %w", i, c.Name, err)
+		}
+	}
+	for i, c := range r.Commands {
+		if err := v1alpha1.CheckACLName(c.Name); err != nil {
+			return fmt.Errorf("commands[%d].name %q %w", i, c.Name, err)
+		}
+		if c.Subcommand == "" {
+			continue
+		}
+		if err := v1alpha1.CheckACLName(c.Subcommand); err != nil {
+			return fmt.Errorf("commands[%d].subcommand %q %w", i, c.Subcommand, err)
+		}
+	}
+	return nil
 }
 
 // roleNames lists the distinct roles the bindings reference, in first-use

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"cmp"
 	"errors"
 	"reflect"
 	"testing"
@@ -68,7 +69,9 @@ func TestMergeACL(t *testing.T) {
 func TestUsers(t *testing.T) {
 	reader := v1alpha1.ValkeyRoleSpec{Categories: []v1alpha1.CategoryRule{{Name: "read", Access: v1alpha1.RuleAllow}}}
 	writer := v1alpha1.ValkeyRoleSpec{Commands: []v1alpha1.CommandRule{{Name: "set", Access: v1alpha1.RuleAllow}}}
-	roles := map[string]v1alpha1.ValkeyRoleSpec{"reader": reader, "writer": writer}
+	// Stored before admission refused it: text the ACL file cannot carry.
+	broken := v1alpha1.ValkeyRoleSpec{Commands: []v1alpha1.CommandRule{{Name: "get)", Access: v1alpha1.RuleAllow}}}
+	roles := map[string]v1alpha1.ValkeyRoleSpec{"reader": reader, "writer": writer, "broken": broken}
 
 	two := v1alpha1.AclBinding{
 		Username: "batch",
@@ -89,6 +92,7 @@ func TestUsers(t *testing.T) {
 		fail     map[string]bool
 		want     []User
 		message  string
+		reason   string // of message; RoleNotFound when empty
 		wrapped  bool
 	}{
 		{name: "none", want: []User{}},
@@ -112,6 +116,31 @@ func TestUsers(t *testing.T) {
 			message:  `ValkeyRole "nope" not found (referenced by user "ghost")`,
 		},
 		{
+			name: "a key pattern that would end a selector fails the whole list",
+			bindings: []v1alpha1.AclBinding{binding("app"), {Username: "paren", Permissions: []v1alpha1.Permission{
+				{RoleRef: "reader", Keys: []v1alpha1.KeyPattern{{Pattern: "ok"}}},
+				{RoleRef: "reader", Keys: []v1alpha1.KeyPattern{{Pattern: "ok"}, {Pattern: "f(x)"}}},
+			}}},
+			reason:  ReasonUnrenderableACL,
+			message: `user "paren": permissions[1].keys[1].pattern "f(x)" must not end with ')', which would end an ACL selector early; write a final ')' as [)]`,
+		},
+		{
+			name: "a role naming a command the file cannot carry",
+			bindings: []v1alpha1.AclBinding{{Username: "app", Permissions: []v1alpha1.Permission{
+				{RoleRef: "reader"}, {RoleRef: "broken"},
+			}}},
+			reason:  ReasonUnrenderableACL,
+			message: `ValkeyRole "broken" (permissions[1] of user "app"): commands[0].name "get)" must match ^[a-zA-Z][a-zA-Z0-9_-]*$`,
+		},
+		{
+			name: "a channel with a newline",
+			bindings: []v1alpha1.AclBinding{{Username: "app", Permissions: []v1alpha1.Permission{
+				{RoleRef: "reader", Channels: []v1alpha1.ChannelPattern{"a\nuser x on nopass +@all"}},
+			}}},
+			reason:  ReasonUnrenderableACL,
+			message: `user "app": permissions[0].channels[0] "a\nuser x on nopass +@all" must not contain control characters, whitespace or quotes`,
+		},
+		{
 			name:     "a failed lookup is passed through",
 			bindings: []v1alpha1.AclBinding{binding("app")},
 			fail:     map[string]bool{"reader": true},
@@ -128,8 +157,9 @@ func TestUsers(t *testing.T) {
 					t.Fatalf("err = %v, want the lookup error wrapped", err)
 				}
 			case tt.message != "":
-				if !errors.As(err, &rerr) || rerr.Reason != ReasonRoleNotFound || rerr.Error() != tt.message {
-					t.Fatalf("err = %v, want %s %q", err, ReasonRoleNotFound, tt.message)
+				reason := cmp.Or(tt.reason, ReasonRoleNotFound)
+				if !errors.As(err, &rerr) || rerr.Reason != reason || rerr.Error() != tt.message {
+					t.Fatalf("err = %v, want %s %q", err, reason, tt.message)
 				}
 			default:
 				if err != nil {

@@ -15,6 +15,9 @@ const (
 	ReasonImageNotFound      = "ImageNotFound"
 	ReasonDuplicateUsername  = "DuplicateUsername"
 	ReasonRoleNotFound       = "RoleNotFound"
+	// ReasonUnrenderableACL: a binding or role holds text the ACL file
+	// cannot carry (see User.Check).
+	ReasonUnrenderableACL = "UnrenderableACL"
 )
 
 // errNotFound is what a lookup returns (or wraps) for a missing object. A
@@ -86,4 +89,8 @@ func roleNotFound(role, username string) *Error {
 		Reason:  ReasonRoleNotFound,
 		Message: fmt.Sprintf("ValkeyRole %q not found (referenced by user %q)", role, username),
 	}
+}
+
+func unrenderableACL(err error) *Error {
+	return &Error{Reason: ReasonUnrenderableACL, Message: err.Error()}
 }
