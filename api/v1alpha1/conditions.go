@@ -43,6 +43,28 @@ const (
 	// message naming the last loss, so that a loss over a weekend is still
 	// visible on Monday.
 	CondDataLost = "DataLost"
+	// CondMemoryHeadroom reports whether the memory limit holds maxmemory
+	// plus what a full sync and Valkey itself take beyond it: a setting
+	// that leaves too little is taken, not refused, and this is where it
+	// shows.
+	CondMemoryHeadroom = "MemoryHeadroom"
+)
+
+// Reasons of the MemoryHeadroom condition.
+const (
+	// ReasonHeadroomSufficient: maxmemory (derived or set) fits the limit
+	// with the headroom.
+	ReasonHeadroomSufficient = "HeadroomSufficient"
+	// ReasonMaxmemoryUnlimited: maxmemory 0 under a memory limit.
+	ReasonMaxmemoryUnlimited = "MaxmemoryUnlimited"
+	// ReasonHeadroomTooSmall: the set maxmemory, or the replica output
+	// buffer limit, leaves less than the headroom.
+	ReasonHeadroomTooSmall = "HeadroomTooSmall"
+	// ReasonNoMemoryLimit: no config in the chain sets resources.memory.
+	ReasonNoMemoryLimit = "NoMemoryLimit"
+	// ReasonMemorySettingUnreadable: maxmemory or client-output-buffer-limit
+	// is not a value Valkey reads.
+	ReasonMemorySettingUnreadable = "MemorySettingUnreadable"
 )
 
 // Reasons of the Autoscaling condition and the autoscaler's Events.

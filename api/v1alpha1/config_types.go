@@ -7,6 +7,13 @@ import (
 // ValkeyConfigSpec is one item of the platform team's menu. Every field is
 // optional; a config is usable once imageRef is set somewhere along its
 // baseRef chain.
+//
+// A valkey maxmemory above resources.memory of the same config is refused:
+// the container would be OOM-killed before Valkey's limit ever applied.
+// Values that leave too little headroom, or none (0), those combined across
+// the baseRef chain and the key spelled in another case are reported by
+// each cluster's MemoryHeadroom condition instead.
+// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.memory) || !isQuantity(self.resources.memory) || !has(self.valkey) || !('maxmemory' in self.valkey) || !self.valkey['maxmemory'].matches('^[0-9]{1,15}([kKmMgG][bB]?|[bB])?$') || double(self.valkey['maxmemory'].find('^[0-9]+')) * (self.valkey['maxmemory'].endsWith('kb') || self.valkey['maxmemory'].endsWith('KB') ? 1024.0 : self.valkey['maxmemory'].endsWith('mb') || self.valkey['maxmemory'].endsWith('MB') ? 1048576.0 : self.valkey['maxmemory'].endsWith('gb') || self.valkey['maxmemory'].endsWith('GB') ? 1073741824.0 : self.valkey['maxmemory'].endsWith('k') || self.valkey['maxmemory'].endsWith('K') ? 1000.0 : self.valkey['maxmemory'].endsWith('m') || self.valkey['maxmemory'].endsWith('M') ? 1000000.0 : self.valkey['maxmemory'].endsWith('g') || self.valkey['maxmemory'].endsWith('G') ? 1000000000.0 : 1.0) <= quantity(self.resources.memory).asApproximateFloat()",message="valkey maxmemory exceeds resources.memory: the container would be OOM-killed before maxmemory applies; leave maxmemory unset to have it derived with headroom"
 type ValkeyConfigSpec struct {
 	// ImageRef is the name of a ValkeyImage.
 	// +optional

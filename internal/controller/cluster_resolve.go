@@ -25,6 +25,7 @@ func (r *ClusterReconciler) resolveConfig(ctx context.Context, s *clusterScope) 
 		setCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionTrue, valkeyv1.ReasonResolved,
 			fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
 		r.applyDefaultUserCondition(vc, users)
+		applyMemoryHeadroomCondition(vc, res)
 		s.res, s.users = res, users
 		return nextPhase, nil
 	}

@@ -33,6 +33,7 @@ func TestNode(t *testing.T) {
 				n.Spec.TLSSecret = "my-cluster-node-tls"
 				n.Spec.ValkeySettings, _ = settings(testResolved.Valkey, true)
 				n.Spec.ValkeySettings["repl-diskless-sync-delay"] = "1"
+				n.Spec.ValkeySettings["client-output-buffer-limit"] = "replica 134217728 0 0"
 			},
 		},
 		{
@@ -65,6 +66,7 @@ func TestNode(t *testing.T) {
 			}
 			settings, _ := settings(testResolved.Valkey, false)
 			settings["repl-diskless-sync-delay"] = "1"
+			settings["client-output-buffer-limit"] = "replica 134217728 0 0"
 			want := &v1alpha1.ValkeyNode{
 				TypeMeta: metav1.TypeMeta{APIVersion: "valkey.gomomento.com/v1alpha1", Kind: "ValkeyNode"},
 				ObjectMeta: metav1.ObjectMeta{

@@ -73,6 +73,7 @@ func TestNodeTLSSecret(t *testing.T) {
 
 func TestNodeConfigMap(t *testing.T) {
 	base := "aclfile /etc/valkey/acl/users.acl\n" +
+		"client-output-buffer-limit replica 134217728 0 0\n" +
 		"cluster-config-file /var/lib/valkey/nodes.conf\n" +
 		"cluster-enabled yes\n" +
 		"cluster-node-timeout 5000\n" +
@@ -100,6 +101,7 @@ func TestNodeConfigMap(t *testing.T) {
 			tls:    true,
 			domain: "example.internal",
 			want: "aclfile /etc/valkey/acl/users.acl\n" +
+				"client-output-buffer-limit replica 134217728 0 0\n" +
 				"cluster-announce-hostname my-cluster-1a4f2.my-cluster.my-app.svc.example.internal\n" +
 				"cluster-config-file /var/lib/valkey/nodes.conf\n" +
 				"cluster-enabled yes\n" +
