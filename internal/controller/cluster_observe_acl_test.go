@@ -27,7 +27,7 @@ import (
 func TestObserveValkey9NodeWithEitherACL(t *testing.T) {
 	argv := testbin.Valkey9Server()
 	if argv == nil {
-		t.Skip("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
+		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
 	}
 	const password = "operator-test-password"
 	for _, lowest := range []string{"8.0.3", "9.1.2"} {

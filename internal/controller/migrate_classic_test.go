@@ -183,7 +183,7 @@ func startPair(t *testing.T, useTLS bool) *pair {
 	t.Helper()
 	bin, err := exec.LookPath("valkey-server")
 	if err != nil {
-		t.Skip("no valkey-server installed (make valkey)")
+		t.Fatal("no valkey-server installed (make valkey)")
 	}
 	c := &pair{password: "operator-test-password"}
 	acl, err := render.ACLFile(nil, render.Passwords{Operator: c.password, Replication: "repl-test-password"}, "8.0.1", false)

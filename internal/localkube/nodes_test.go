@@ -152,7 +152,7 @@ func TestValkey9Image(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "bin", "valkey9", "usr", "bin", "valkey-server")); err != nil {
-		t.Skip("Valkey 9 not installed: run hack/install-valkey9.sh")
+		t.Fatal("Valkey 9 not installed: run hack/install-valkey9.sh")
 	}
 	ns := newNamespace(t)
 	pod := valkeyPod(ns, "nine")

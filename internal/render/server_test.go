@@ -27,21 +27,21 @@ type valkeyServer struct {
 	version string
 }
 
-// valkeyServers lists the installed servers: valkey-server on PATH (Valkey
-// 8 from the host) and Valkey 9 in bin/valkey9 (hack/install-valkey9.sh),
-// run through its own loader. The test is skipped when neither exists.
+// valkeyServers lists the servers make valkey installs: valkey-server on
+// PATH (Valkey 8 from the host) and Valkey 9 in bin/valkey9
+// (hack/install-valkey9.sh), run through its own loader. Either missing
+// fails the test, which would otherwise pass on the other alone.
 func valkeyServers(t *testing.T) []valkeyServer {
 	t.Helper()
-	var servers []valkeyServer
-	if bin, err := exec.LookPath("valkey-server"); err == nil {
-		servers = append(servers, valkeyServer{argv: []string{bin}})
+	bin, err := exec.LookPath("valkey-server")
+	if err != nil {
+		t.Fatal("no valkey-server installed (make valkey)")
 	}
-	if argv := testbin.Valkey9Server(); argv != nil {
-		servers = append(servers, valkeyServer{argv: argv})
+	argv := testbin.Valkey9Server()
+	if argv == nil {
+		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
 	}
-	if len(servers) == 0 {
-		t.Skip("no valkey-server installed (make valkey)")
-	}
+	servers := []valkeyServer{{argv: []string{bin}}, {argv: argv}}
 	for i := range servers {
 		servers[i].version = versionOf(t, servers[i].argv)
 		servers[i].name = "valkey-" + servers[i].version

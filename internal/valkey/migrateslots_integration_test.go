@@ -14,7 +14,7 @@ import (
 func TestAtomicSlotMigration(t *testing.T) {
 	argv := testbin.Valkey9Server()
 	if argv == nil {
-		t.Skip("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
+		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
 	}
 	servers := []*testServer{startClusterServer(t, argv), startClusterServer(t, argv)}
 	ctx := testCtx(t)

@@ -5,14 +5,13 @@ package e2e
 // Kubernetes node silent, every pod of a cluster deleted at once, an
 // operator throttled by its API client. Each checks every acknowledged
 // write afterwards (or the exact documented loss) and that the cluster
-// converges with a status that tells the truth. `make chaos` runs them all
-// ($VALKEY_E2E_CHAOS=1); the ones that take minutes are skipped otherwise,
-// so that `make test` keeps its time budget.
+// converges with a status that tells the truth. `make test` runs them all;
+// those that take the API server, a Kubernetes node or the operator from
+// every other test are not parallel, so they run first, alone.
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -25,18 +24,6 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
-
-// chaosEnv runs the slow chaos tests; `make chaos` sets it.
-const chaosEnv = "VALKEY_E2E_CHAOS"
-
-// slowChaos skips a chaos test that takes minutes unless `make chaos` runs
-// it.
-func slowChaos(t *testing.T) {
-	t.Helper()
-	if os.Getenv(chaosEnv) == "" {
-		t.Skipf("a slow chaos test: run it with make chaos (%s=1)", chaosEnv)
-	}
-}
 
 // truthWatch polls a cluster's status and the pods it names, and keeps the
 // longest time the status claimed a healthy cluster while it was broken: a
