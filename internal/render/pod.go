@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -131,15 +130,13 @@ func container(node *v1alpha1.ValkeyNode, resources corev1.ResourceRequirements)
 			{Name: portNameBus, ContainerPort: PortBus, Protocol: corev1.ProtocolTCP},
 		},
 		Resources: resources,
-		LivenessProbe: &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{
-				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(PortValkey)},
-			},
-			InitialDelaySeconds: 5,
-			PeriodSeconds:       10,
-			TimeoutSeconds:      2,
-			FailureThreshold:    3,
-		},
+		// No liveness probe: with restartPolicy Never a failed probe is the
+		// loss of the node, and a primary without a replica holds the only
+		// copy of its keys. A stalled process (a long fork, throttled CPU,
+		// a full accept backlog under reconnecting clients) fails any
+		// probe yet is alive; Valkey's own failure detection over the
+		// cluster bus promotes a replica when one exists, and the operator
+		// replaces only a process that is gone.
 		VolumeMounts: volumeMounts(node),
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -71,10 +70,6 @@ func wantPod() *corev1.Pod {
 					{Name: "valkey-bus", ContainerPort: 16379, Protocol: corev1.ProtocolTCP},
 				},
 				Resources: corev1.ResourceRequirements{Requests: quantities, Limits: quantities},
-				LivenessProbe: &corev1.Probe{
-					ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}},
-					InitialDelaySeconds: 5, PeriodSeconds: 10, TimeoutSeconds: 2, FailureThreshold: 3,
-				},
 				// 8.0.1 with a replica per shard: held for the operator's hand-over.
 				Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}},
 				VolumeMounts: []corev1.VolumeMount{
