@@ -105,6 +105,13 @@ func (r *ClusterReconciler) actWave(ctx context.Context, s *clusterScope, wave t
 			}
 			continue
 		}
+		if ctx.Err() != nil {
+			// The operator is stopping (a restart, a lost lease): the
+			// action was cut short, not refused. The next operator plans
+			// it again from what Valkey then reports.
+			failed = append(failed, fmt.Errorf("%s: %w", a.String(), err))
+			continue
+		}
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonActionFailed, string(a.Kind), "%s", truncate(err.Error(), 1000))
 		if len(failed) == 0 {
 			firstKind = a.Kind
@@ -113,6 +120,9 @@ func (r *ClusterReconciler) actWave(ctx context.Context, s *clusterScope, wave t
 	}
 	if len(failed) == 0 {
 		return nil
+	}
+	if ctx.Err() != nil {
+		return errors.Join(failed...)
 	}
 	msg := fmt.Sprintf("%d of %d actions failed; %s failed: %v", len(failed), len(wave.Actions), firstKind, failed[0])
 	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonActionFailed, truncate(msg, 2000))

@@ -597,6 +597,20 @@ func (l *clientLoad) splitByAckTime(acked map[string]string, from, to time.Time)
 	return inside, outside
 }
 
+// ackedBetween counts the writes acknowledged between from and to: every
+// acknowledgement, not only each key's last.
+func (l *clientLoad) ackedBetween(from, to time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, at := range l.ackTimes {
+		if !at.Before(from) && !at.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
 // longestWriteGap is the longest time between two acknowledged writes (or
 // from the start or to now), and when it began.
 func (l *clientLoad) longestWriteGap() (time.Duration, time.Time) {
