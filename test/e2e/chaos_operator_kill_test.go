@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,18 +17,7 @@ import (
 // written before and every write acknowledged meanwhile is read back.
 // Not parallel: it stops the operator every other test relies on.
 func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
-	bin := buildOperatorBinary(t)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := local.ControlPlane.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	stopOperator()
-	t.Cleanup(func() {
-		var err error
-		if stopOperator, err = startOperator(context.Background()); err != nil {
-			t.Fatalf("restarting the suite's operator: %v", err)
-		}
-	})
+	bin, kubeconfig := operatorProcessesInstead(t)
 	const leaseNS = "opkill-operator"
 	createNamespace(t, leaseNS)
 	op := startOperatorProcess(t, bin, kubeconfig, leaseNS, "first")

@@ -126,14 +126,20 @@ func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victi
 		}
 		acked := load.finish(t)
 		checkAll(t, c, before)
-		// Replication is asynchronous: writes a dying primary acknowledged
-		// but had not yet sent to its replica are the documented loss of
-		// these quadrants. Every write acknowledged outside the moments
-		// around the failure must survive; those inside are counted.
-		lagWindow, rest := load.splitByAckTime(acked, start.Add(-time.Second), start.Add(2*time.Second))
-		checkAll(t, c, rest)
-		t.Logf("writes acknowledged around the failure and lost: %d of %d", countLost(c, lagWindow), len(lagWindow))
+		checkAckedAroundKill(t, c, load, acked, start)
 	}
+}
+
+// checkAckedAroundKill checks the acknowledged writes of a load that ran
+// through a primary's kill at killed. Replication is asynchronous: writes
+// a dying primary acknowledged but had not yet sent to its replica are the
+// documented loss. Every write acknowledged outside the moments around
+// the kill must survive; those inside are counted.
+func checkAckedAroundKill(t testing.TB, c valkey.Client, load *clientLoad, acked map[string]string, killed time.Time) {
+	t.Helper()
+	window, rest := load.splitByAckTime(acked, killed.Add(-time.Second), killed.Add(2*time.Second))
+	checkAll(t, c, rest)
+	t.Logf("writes acknowledged around the kill and lost: %d of %d", countLost(c, window), len(window))
 }
 
 // A primary without a replica: its shard's keys are gone (the documented

@@ -23,19 +23,7 @@ import (
 // stops, the other takes over and carries on with the same clusters.
 // Not parallel: it stops the operator every other test relies on.
 func TestLeaderElectionTwoReplicas(t *testing.T) {
-	bin := buildOperatorBinary(t)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := local.ControlPlane.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	// The suite's in-process operator would reconcile too.
-	stopOperator()
-	t.Cleanup(func() {
-		var err error
-		if stopOperator, err = startOperator(context.Background()); err != nil {
-			t.Fatalf("restarting the suite's operator: %v", err)
-		}
-	})
+	bin, kubeconfig := operatorProcessesInstead(t)
 	// The Lease lives in the operator's namespace, the cluster in its own.
 	const leaseNS, ns = "leader-operator", "leader"
 	createNamespace(t, leaseNS)
@@ -81,6 +69,26 @@ func TestLeaderElectionTwoReplicas(t *testing.T) {
 	if n := follower.reconciles(); n == 0 {
 		t.Fatalf("the new leader %s reconciled nothing", follower.name)
 	}
+}
+
+// operatorProcessesInstead stops the suite's in-process operator, which
+// would reconcile too, until the test ends, and returns the operator
+// binary and a kubeconfig to run it as processes with.
+func operatorProcessesInstead(t testing.TB) (bin, kubeconfig string) {
+	t.Helper()
+	bin = buildOperatorBinary(t)
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := local.ControlPlane.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	stopOperator()
+	t.Cleanup(func() {
+		var err error
+		if stopOperator, err = startOperator(context.Background()); err != nil {
+			t.Fatalf("restarting the suite's operator: %v", err)
+		}
+	})
+	return bin, kubeconfig
 }
 
 // buildOperatorBinary builds cmd/valkey-operator as the image ships it.

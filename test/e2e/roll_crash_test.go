@@ -163,12 +163,7 @@ func TestPrimaryCrashDuringRollKeepsData(t *testing.T) {
 		t.Errorf("%d %s Events: a replica held every key", n, valkeyv1.ReasonPrimaryLostNoReplica)
 	}
 	checkAll(t, c, before)
-	// As in runFailures: writes the dying primary acknowledged but had not
-	// yet sent to its replica are the documented loss of a crash; every
-	// other acknowledged write must survive.
-	lagWindow, rest := load.splitByAckTime(acked, killedAt.Add(-time.Second), killedAt.Add(2*time.Second))
-	checkAll(t, c, rest)
-	t.Logf("writes acknowledged around the crash and lost: %d of %d", countLost(c, lagWindow), len(lagWindow))
+	checkAckedAroundKill(t, c, load, acked, killedAt)
 }
 
 // replicationOf is a pod's INFO REPLICATION, asked of the node itself.
