@@ -108,6 +108,11 @@ const (
 	// ReasonPodStopping: a pod is being deleted and its process has not
 	// exited yet.
 	ReasonPodStopping = "waiting for a stopping pod's process to exit"
+	// ReasonReceiverNotReady: a primary due to receive slots does not
+	// yet say cluster_state:ok itself (it has not learnt every slot's
+	// owner, or started under two seconds ago); clients redirected to it
+	// would get CLUSTERDOWN.
+	ReasonReceiverNotReady = "waiting for a receiving primary to report cluster_state ok"
 	// ReasonDepartureGrace: a node retired by scale-in is kept
 	// DepartureGrace after it was marked Leaving, redirecting clients.
 	ReasonDepartureGrace = "letting clients learn that a retired node's slots moved before it leaves"

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -119,7 +120,11 @@ func (w *world) moves() ([]Action, bool) {
 			Key:    idx,
 			Slots:  p.View.Slots,
 			Target: targets[idx],
-			CanReceive: w.healthy(p) && w.met(p) && settled &&
+			// A receiver must say cluster_state:ok itself: a new primary
+			// stays "fail" until it has learnt every slot's owner and for
+			// two seconds after start, and answers CLUSTERDOWN to the
+			// clients redirected to the slots it just received.
+			CanReceive: w.healthy(p) && w.met(p) && settled && p.View.ClusterOK &&
 				(counts[idx] > 0 || len(members) >= 1+R),
 		})
 	}
@@ -132,7 +137,13 @@ func (w *world) moves() ([]Action, bool) {
 		method = MigrationClassic
 	}
 	var out []Action
-	for _, t := range PlanTransfers(list) {
+	transfers := PlanTransfers(list)
+	if len(transfers) == 0 {
+		if p := unreadyReceiver(primaries, counts, targets); p != nil {
+			return []Action{wait(TierTopology, ReasonReceiverNotReady, p.Name)}, true
+		}
+	}
+	for _, t := range transfers {
 		if method == MigrationClassic {
 			// Classic moves are driven slot by slot from here, so each
 			// pair moves one batch per wave and the plan is redone with
@@ -142,6 +153,17 @@ func (w *world) moves() ([]Action, bool) {
 		out = append(out, w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, method, reason))
 	}
 	return out, len(out) > 0
+}
+
+// unreadyReceiver is a primary short of its target that is not yet in
+// cluster_state:ok by its own account, the first by shard index.
+func unreadyReceiver(primaries map[int]*node, counts, targets map[int]int) *node {
+	for _, idx := range slices.Sorted(maps.Keys(primaries)) {
+		if p := primaries[idx]; counts[idx] < targets[idx] && !p.View.ClusterOK {
+			return p
+		}
+	}
+	return nil
 }
 
 // balance is each live shard's primary, the slots it holds and the slots

@@ -246,6 +246,13 @@ func TestSteadyDecisions(t *testing.T) {
 		}, true, "MigrateSlots n1->n7 slots=4096-5461 method=atomic (moving slots towards even distribution: n1 -> n7 slots 4096-5461 by CLUSTER MIGRATESLOTS); " +
 			"MigrateSlots n2->n7 slots=9558-10922 method=atomic (moving slots towards even distribution: n2 -> n7 slots 9558-10922 by CLUSTER MIGRATESLOTS); " +
 			"MigrateSlots n3->n7 slots=15019-16383 method=atomic (moving slots towards even distribution: n3 -> n7 slots 15019-16383 by CLUSTER MIGRATESLOTS)"},
+		{"a new primary that still says cluster_state:fail receives nothing", 4, func() []Member {
+			ms := mesh(append(formed3Nodes(),
+				nd{name: "n7", shard: 3},
+				nd{name: "n8", shard: 3, role: RoleReplica, primary: "n7"})...)
+			member(ms, "n7").View.ClusterOK = false
+			return ms
+		}, true, "Wait (" + ReasonReceiverNotReady + ": n7)"},
 		{"a move whose last atomic attempt failed is a retry that says why", 2, func() []Member {
 			ms := formed3()
 			member(ms, "n3").View.AtomicMigrationFailure = "n3 export of slots [16320-16383] failed: Connection lost to target"
