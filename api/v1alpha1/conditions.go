@@ -168,6 +168,13 @@ const (
 	ReasonServingCurrent = "ServingCurrent"
 )
 
+// ReasonCABundleRequired (TLSValid, and the Warning Event that goes with
+// it): the Secret's ca.crt no longer trusts a certificate the nodes may
+// still serve, a CA rotation that skipped the bundle step. The copy the
+// nodes mount is held, so they keep one CA between them; the cluster is
+// Invalid until ca.crt bundles the old CA with the new one.
+const ReasonCABundleRequired = "CABundleRequired"
+
 // Reasons of the ACLApplied condition beyond those above.
 const (
 	// ReasonACLCurrent: every node's ACL LIST matches the rendered file.

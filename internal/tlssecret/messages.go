@@ -119,3 +119,20 @@ func ServedCertNotTrustedMessage(secret string, nodes []string) string {
 		"keep the old and the new CA together in ca.crt until every node serves a certificate from the new CA",
 		secret, strings.Join(nodes, ", "))
 }
+
+// CABundleRequiredMessage explains a held copy: ca.crt in the Secret does
+// not trust leaves (SHA-256 fingerprints) that nodes serve or may still
+// serve, so pushing it would split the nodes between two CAs.
+func CABundleRequiredMessage(secret string, leaves []string) string {
+	short := make([]string, len(leaves))
+	for i, fp := range leaves {
+		short[i] = fp
+		if len(fp) > 16 {
+			short[i] = fp[:16]
+		}
+	}
+	return fmt.Sprintf("ca.crt in TLS Secret %q does not trust the certificate the nodes serve now (SHA-256 %s); "+
+		"the nodes keep their current certificate and CA until it does: the bundle step of the CA rotation was skipped, "+
+		"ca.crt must bundle the old CA with the new one until every node serves the new leaf, and only then hold the new CA alone",
+		secret, strings.Join(short, ", "))
+}

@@ -274,41 +274,6 @@ func TestTLSCARotationWithBundle(t *testing.T) {
 	}
 }
 
-// Rotating straight to a new CA is what the TLS page warns against: the
-// operator names the nodes whose certificate the new ca.crt does not trust,
-// and still reloads them, verifying each against the certificate it served
-// before rather than skipping verification.
-func TestTLSCARotationWithoutBundle(t *testing.T) {
-	t.Parallel()
-	oldCA, newCA := testcerts.NewCA("nobundle-old-ca"), testcerts.NewCA("nobundle-new-ca")
-	f := newTLSCluster(t, "tls-rotate-nobundle", oldCA, 1, 1)
-	c := clusterClient(t, f.service(), testcerts.Bundle(oldCA, newCA))
-	data := writeKeys(t, c, "nobundle", 100)
-	before := f.podSnapshot()
-	conditions := f.watchCondition(valkeyv1.CondCertificatesServed)
-
-	next := testcerts.Leaf(newCA, f.name, f.ns, clusterDomain)
-	f.rotate(next, newCA.CertPEM)
-	want := tlssecret.ServedCertNotTrustedMessage(f.secret, f.podNames())
-	f.waitEvent(corev1.EventTypeWarning, tlssecret.ReasonServedCertNotTrusted, want, 30*time.Second)
-
-	f.waitServing(newCA.CertPEM, next, 2*time.Minute)
-	f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent, "", time.Minute)
-	seen := conditions()
-	found := false
-	for _, c := range seen {
-		if c.Status == metav1.ConditionFalse && c.Reason == tlssecret.ReasonServedCertNotTrusted && c.Message == want {
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("CertificatesServed never reported %q; it went through %+v", want, seen)
-	}
-	waitActive(t, f.key, 1, 1, time.Minute)
-	f.assertPodsUntouched(before)
-	checkKeys(t, clusterClient(t, f.service(), newCA.CertPEM), data)
-}
-
 // Expiry is warn-only: the cluster stays Active, the condition and a
 // Warning say so, and clients relying on the expired certificate fail.
 func TestTLSCertificateExpiry(t *testing.T) {
