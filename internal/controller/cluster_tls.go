@@ -28,8 +28,9 @@ type tlsCheck struct {
 }
 
 // reconcileTLS validates the user's Secret and refreshes the nodes' copy
-// of it. An invalid Secret makes the cluster Invalid and leaves only
-// healing to do, which reaches the nodes with the CA they run with.
+// of it. An invalid Secret, or a valid one whose ca.crt would split the
+// nodes between two CAs, makes the cluster Invalid and leaves only healing
+// to do, which reaches the nodes with the CA they run with.
 func (r *ClusterReconciler) reconcileTLS(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	if vc.Spec.TLS == nil {
@@ -40,6 +41,11 @@ func (r *ClusterReconciler) reconcileTLS(ctx context.Context, s *clusterScope) (
 	// operator's own Secrets.
 	if s.tls, err = checkTLS(ctx, r.APIReader, vc, r.Options.ClusterDomain); err != nil {
 		return phaseResult{}, err
+	}
+	if s.tls.Failure == nil {
+		if err := r.holdCARotation(ctx, s.rc, &s.tls); err != nil {
+			return phaseResult{}, err
+		}
 	}
 	if f := s.tls.Failure; f != nil {
 		r.setInvalid(ctx, vc, f.Reason, f.Message)
@@ -196,4 +202,29 @@ func (r *ClusterReconciler) mountedCA(ctx context.Context, rc render.Cluster) ([
 		return nil, err
 	}
 	return s.Data[tlssecret.KeyCA], nil
+}
+
+// holdCARotation turns a valid Secret into a failure when its ca.crt does
+// not trust what the nodes serve or may still serve: copied, it would
+// reach the nodes one by one, and those that reloaded would reject those
+// that have not. Held, the copy keeps the material every node shares,
+// which is also what replacements mount, until ca.crt bundles both CAs.
+func (r *ClusterReconciler) holdCARotation(ctx context.Context, rc render.Cluster, tls *tlsCheck) error {
+	mounted, err := r.nodeTLSCopy(ctx, rc)
+	if err != nil || mounted == nil {
+		return err
+	}
+	leaves := tlssecret.CABundleMissing(
+		&tlssecret.Material{Cert: mounted.Data[tlssecret.KeyCert], CA: mounted.Data[tlssecret.KeyCA]},
+		tlssecret.Material{Cert: tls.Secret.Data[tlssecret.KeyCert], CA: tls.Secret.Data[tlssecret.KeyCA]},
+		parsePins(mounted.Annotations[valkeyv1.AnnotationVerifiedLeaves]))
+	if len(leaves) == 0 {
+		return nil
+	}
+	tls.Failure = &tlssecret.Failure{
+		Reason:  valkeyv1.ReasonCABundleRequired,
+		Message: tlssecret.CABundleRequiredMessage(tls.Secret.Name, leaves),
+	}
+	tls.Secret = nil
+	return nil
 }

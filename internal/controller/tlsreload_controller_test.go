@@ -222,6 +222,7 @@ func TestNextPins(t *testing.T) {
 	}{
 		{"first convergence", nil, []nodeOutcome{node(ok("a"), ok("a")), node(ok("a"), ok("a"))}, []string{"a"}},
 		{"leaves no node serves drop out", []string{"old"}, []nodeOutcome{node(ok("a"), ok("a"))}, []string{"a"}},
+		{"a reloaded node's previous leaf drops out", []string{"old"}, []nodeOutcome{node(pinned("old"), ok("new")), node(pinned("old"), ok("new"))}, []string{"new"}},
 		{"mid rotation keeps both", []string{"old"}, []nodeOutcome{node(pinned("old"), ok("new")), node(pinned("old"), pinned("old"))}, []string{"new", "old"}},
 		{"an absent node keeps old pins", []string{"old"}, []nodeOutcome{node(ok("new"), ok("new")), node(down, down)}, []string{"new", "old"}},
 		{"nothing answered", []string{"old"}, []nodeOutcome{node(down, down)}, []string{"old"}},

@@ -273,18 +273,19 @@ func summarizeReload(in reloadInput) reloadReport {
 }
 
 // nextPins is the set of leaf fingerprints the operator has verified nodes
-// serving: every leaf accepted in this pass (by ca.crt or by an earlier
-// pin). Earlier pins are kept while some node could not be read, so a node
-// that is briefly away can still be verified when it returns. Leaves no
-// node serves any more drop out, which bounds the set.
+// serving: every leaf accepted at the end of this pass (by ca.crt or by an
+// earlier pin). Earlier pins are kept while some node could not be read, so
+// a node that is briefly away can still be verified when it returns. Leaves
+// no node serves any more drop out, which bounds the set, and a leaf a node
+// served only before this pass reloaded it drops out at once: the set is
+// also what says whether some node may still serve an older leaf, which
+// holds the last step of a CA rotation (tlssecret.CABundleMissing).
 func nextPins(old []string, nodes []nodeOutcome) []string {
 	var out []string
 	keepOld := false
 	for _, n := range nodes {
-		for _, s := range []servedCert{n.Before, n.After.Served} {
-			if s.Err == nil && s.Fingerprint != "" {
-				out = append(out, s.Fingerprint)
-			}
+		if s := n.After.Served; s.Err == nil && s.Fingerprint != "" {
+			out = append(out, s.Fingerprint)
 		}
 		if n.Before.Err != nil || n.After.Served.Err != nil {
 			keepOld = true
