@@ -186,7 +186,10 @@ func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseR
 	applyPlan(vc, lead, decideState(s.creating, lead, s.o))
 	if f := s.tls.Failure; f != nil {
 		// The plan's conditions say what heals; the state stays Invalid.
-		r.setInvalid(ctx, vc, f.Reason, f.Message)
+		// reconcileTLS announced the failure against the status as read:
+		// announcing it again here, after applyPlan, would repeat the
+		// Warning on every reconcile for as long as it lasts.
+		markInvalid(vc, f.Reason, f.Message)
 	}
 	return nextPhase, nil
 }
@@ -198,6 +201,11 @@ func (r *ClusterReconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyC
 		logFrom(ctx).Info("TLS Secret validation failed, setting cluster Invalid", "reason", reason, "message", message)
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, "ValidateTLS", "%s", message)
 	}
+	markInvalid(vc, reason, message)
+}
+
+// markInvalid writes a TLS failure into the state and conditions.
+func markInvalid(vc *valkeyv1.ValkeyCluster, reason, message string) {
 	vc.Status.State = valkeyv1.StateInvalid
 	vc.Status.Message = message
 	setCondition(vc, valkeyv1.CondTLSValid, metav1.ConditionFalse, reason, message)
