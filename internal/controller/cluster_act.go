@@ -98,7 +98,7 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 		if err := r.setLifecycle(ctx, o.nodes[a.MarkActive.Node], valkeyv1.LifecycleActive); err != nil {
 			return err
 		}
-		log.Info(topology.ReasonCompletedJoin, "node", a.MarkActive.Node)
+		log.Info(a.Reason, "node", a.MarkActive.Node)
 	case topology.KindMarkLeaving:
 		if err := r.setLifecycle(ctx, o.nodes[a.MarkLeaving.Node], valkeyv1.LifecycleLeaving); err != nil {
 			return err
@@ -205,6 +205,11 @@ func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.Valkey
 	}
 	patch := client.MergeFrom(n.DeepCopy())
 	n.Spec.Lifecycle = l
+	if l != valkeyv1.LifecycleLeaving {
+		// A node kept after all (promoted while it was being retired)
+		// starts any later departure's grace afresh.
+		delete(n.Annotations, valkeyv1.AnnotationLeavingSince)
+	}
 	if l == valkeyv1.LifecycleLeaving && n.Annotations[valkeyv1.AnnotationLeavingSince] == "" {
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}

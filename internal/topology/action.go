@@ -108,6 +108,13 @@ const (
 	// ReasonPodStopping: a pod is being deleted and its process has not
 	// exited yet.
 	ReasonPodStopping = "waiting for a stopping pod's process to exit"
+	// ReasonStrandedReplica: a replica whose primary is gone for good and
+	// held no slot, with no primary in its shard to follow instead.
+	ReasonStrandedReplica = "deleting a replica of a departed primary that held no slot"
+	// ReasonKeepPromotedLeaver: a replica being retired was promoted by
+	// Valkey when its primary died, before it left; it holds the shard's
+	// keys and no replica can take them over, so it is kept.
+	ReasonKeepPromotedLeaver = "keeping a retiring replica that Valkey promoted: it holds the shard's only copy"
 	// ReasonReceiverNotReady: a primary due to receive slots does not
 	// yet say cluster_state:ok itself (it has not learnt every slot's
 	// owner, or started under two seconds ago); clients redirected to it

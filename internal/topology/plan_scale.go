@@ -37,6 +37,12 @@ func (w *world) finishLeaving() (Action, bool) {
 					break
 				}
 			}
+			if to == nil && !w.hasStayingReplica(n) {
+				// It was retired as a replica and Valkey promoted it since:
+				// it is now its shard's only copy of the keys, so it stays.
+				return Action{Kind: KindMarkActive, Tier: TierStability, Reason: ReasonKeepPromotedLeaver,
+					Detail: n.Name, MarkActive: &NodeRef{Node: n.Name}}, true
+			}
 			if to == nil {
 				notes.add(wait(tier, "leaving node still holds slots", n.Name))
 				continue
@@ -56,6 +62,12 @@ func (w *world) finishLeaving() (Action, bool) {
 			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
 	}
 	return notes.get()
+}
+
+// hasStayingReplica: some live replica that is not leaving follows n, so
+// the role can be handed to it once it has synced.
+func (w *world) hasStayingReplica(n *node) bool {
+	return slices.ContainsFunc(w.replicasFollowing(n.id), func(r *node) bool { return !r.leaving() })
 }
 
 // DepartureGrace is how long a node retired by scale-in (or as a surplus

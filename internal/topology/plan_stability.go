@@ -85,7 +85,9 @@ func (w *world) primaries() (Action, bool) {
 				Failover: &Failover{Node: reps[0].Name, Mode: FailoverTakeover}}, true
 		}
 		if m != nil {
-			if u := w.unknownIn(m.ShardIndex); u != nil {
+			// A silent replica, one being retired included, may hold the
+			// keys: nothing is given up before it answers.
+			if u := w.silentIn(m.ShardIndex); u != nil {
 				notes.add(waitForPod(TierStability, u))
 				continue
 			}
@@ -143,13 +145,15 @@ func (w *world) provenDown(id string, m *node) bool {
 }
 
 // takeoverCandidates are the healthy replicas of id that hold its data,
-// best first: most caught up, same shard, up to date, then by name; and
-// the healthy replicas that hold none (still in, or never done with,
-// their first sync), which must never take its place.
+// best first: most caught up, staying, same shard, up to date, then by
+// name; and the healthy replicas that hold none (still in, or never done
+// with, their first sync), which must never take its place. A replica
+// being retired still counts: it may hold the only copy of the keys, and
+// its retirement was decided while its primary ran.
 func (w *world) takeoverCandidates(id string, primary *node) (reps, empty []*node) {
 	for _, n := range w.replicasFollowing(id) {
 		switch {
-		case !w.healthy(n) || n.leaving():
+		case !w.healthy(n):
 		case n.View.HoldsData:
 			reps = append(reps, n)
 		default:
@@ -163,11 +167,23 @@ func (w *world) takeoverCandidates(id string, primary *node) (reps, empty []*nod
 	slices.SortStableFunc(reps, func(a, b *node) int {
 		return cmp.Or(
 			cmp.Compare(b.View.ReplOffset, a.View.ReplOffset),
+			boolFirst(!a.leaving(), !b.leaving()),
 			boolFirst(a.ShardIndex == idx, b.ShardIndex == idx),
 			boolFirst(!a.Outdated, !b.Outdated),
 			cmp.Compare(a.Name, b.Name))
 	})
 	return reps, empty
+}
+
+// silentIn is a member of shard idx, leaving or not, whose pod runs but
+// which did not answer this tick.
+func (w *world) silentIn(idx int) *node {
+	for _, n := range w.nodes {
+		if n.ShardIndex == idx && n.unknown() {
+			return n
+		}
+	}
+	return nil
 }
 
 func (w *world) unknownIn(idx int) *node {
@@ -222,7 +238,33 @@ func (w *world) removeDead() (Action, bool) {
 		return Action{Kind: KindDeleteNode, Tier: w.departureTier(n), Reason: "deleting dead node",
 			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
 	}
+	if n := w.strandedReplica(); n != nil {
+		return Action{Kind: KindDeleteNode, Tier: TierStability, Reason: ReasonStrandedReplica,
+			Detail: fmt.Sprintf("%s (replica of %s)", n.Name, w.label(n.View.PrimaryID)), DeleteNode: &NodeRef{Node: n.Name}}, true
+	}
 	return Action{}, false
+}
+
+// strandedReplica is a live replica whose primary is gone for good and
+// held no slot, in a shard with no primary to follow instead: it holds no
+// key and can become nothing (Valkey has no way to turn a replica back
+// into an empty primary but a reset), so it goes and its shard is made
+// anew.
+func (w *world) strandedReplica() *node {
+	for _, n := range w.nodes {
+		if !n.live() || n.isPrimary() || n.selfSlots() > 0 || w.designated(n.ShardIndex) != nil {
+			continue
+		}
+		pid := n.View.PrimaryID
+		if slices.Contains(w.holders, pid) {
+			continue
+		}
+		m := w.byID[pid]
+		if (m == nil && (w.failFlag[pid] || w.pfailAll[pid])) || (m != nil && w.departed(m)) {
+			return n
+		}
+	}
+	return nil
 }
 
 // departed: a member's process is gone for good, on proof: its pod ended,
@@ -349,6 +391,16 @@ func (w *world) coverage() (Action, bool) {
 func (w *world) joins() ([]Action, bool) {
 	var out []Action
 	for _, n := range w.nodes {
+		if w.cutOff(n) {
+			// The smaller side (the name breaks a tie) is introduced
+			// to the larger; one MEET joins both.
+			seed := w.seedFor(n)
+			if seed != nil && !w.claimsClash(n, seed) &&
+				(len(n.peers) < len(seed.peers) || (len(n.peers) == len(seed.peers) && n.Name > seed.Name)) {
+				out = append(out, meet(TierStability, n, seed))
+			}
+			continue
+		}
 		if !n.joining() || !n.live() {
 			continue
 		}
@@ -374,6 +426,55 @@ func (w *world) joins() ([]Action, bool) {
 		}
 	}
 	return out, len(out) > 0
+}
+
+// cutOff: n is an Active, staying node that has lost the rest of the
+// cluster: it knows no other core node and none knows it (all its peers
+// were forgotten while it was the last one standing, say). Gossip cannot
+// bring it back; a MEET can.
+func (w *world) cutOff(n *node) bool {
+	if !n.live() || n.joining() || n.leaving() {
+		return false
+	}
+	others := 0
+	for _, o := range w.core() {
+		if o == n {
+			continue
+		}
+		others++
+		if o.knows(n.id) || n.knows(o.id) {
+			return false
+		}
+	}
+	return others > 0
+}
+
+// claimsClash: a slot n serves is claimed by another node in seed's view.
+// Valkey settles such a clash by config epoch and the loser drops its
+// keys, so the two are never introduced.
+func (w *world) claimsClash(n, seed *node) bool {
+	claims := map[int]string{}
+	note := func(id string, rs []SlotRange) {
+		for _, r := range rs {
+			for s := r.Start; s <= r.End; s++ {
+				claims[s] = id
+			}
+		}
+	}
+	note(seed.id, seed.View.Slots)
+	for id, p := range seed.peers {
+		if p.Role == RolePrimary {
+			note(id, p.Slots)
+		}
+	}
+	for _, r := range n.View.Slots {
+		for s := r.Start; s <= r.End; s++ {
+			if id, ok := claims[s]; ok && id != n.id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // replicaCounts reattaches stray replicas and tops every slot-holding shard

@@ -253,6 +253,28 @@ func TestSteadyDecisions(t *testing.T) {
 			member(ms, "n7").View.ClusterOK = false
 			return ms
 		}, true, "Wait (" + ReasonReceiverNotReady + ": n7)"},
+		{"a replica being retired that holds a lost primary's keys takes over", 1, func() []Member {
+			ms := mesh(nd{name: "n1", shard: 0, slots: rs(0, 16383)},
+				nd{name: "n2", shard: 0, role: RoleReplica, primary: "n1", life: LifecycleLeaving})
+			kill(ms, "n1", false)
+			return ms
+		}, false, "Failover node=n2 mode=takeover (" + ReasonTakeover + ": n2 replaces n1)"},
+		{"a replica being retired that Valkey promoted is kept", 1, func() []Member {
+			return mesh(nd{name: "n2", shard: 0, slots: rs(0, 16383), life: LifecycleLeaving})
+		}, false, "MarkActive node=n2 (" + ReasonKeepPromotedLeaver + ": n2)"},
+		{"a replica of a departed slotless primary, alone in its shard, goes", 3, func() []Member {
+			ms := mesh(nd{name: "n1", shard: 0, slots: rs(0, 8191)},
+				nd{name: "n2", shard: 1, slots: rs(8192, 16383)},
+				nd{name: "n3", shard: 2, role: RoleReplica, primary: "n9"})
+			v := member(ms, "n3").View
+			v.Peers = append(v.Peers, Peer{ID: id("n9"), IP: ip("n9"), Role: RolePrimary, Fail: true})
+			return ms
+		}, false, "DeleteNode node=n3 (" + ReasonStrandedReplica + ": n3 (replica of id-n9))"},
+		{"a node cut off from the rest, with slots nobody else claims, is met again", 2, func() []Member {
+			ms := mesh(nd{name: "n1", shard: 0, slots: rs(0, 8191)}, nd{name: "n2", shard: 1, slots: rs(8192, 16383)})
+			isolate(ms, "n2")
+			return ms
+		}, false, "Meet node=n2 seed=n1(" + ip("n1") + ") (" + ReasonMeet + ": n2 meets n1)"},
 		{"a move whose last atomic attempt failed is a retry that says why", 2, func() []Member {
 			ms := formed3()
 			member(ms, "n3").View.AtomicMigrationFailure = "n3 export of slots [16320-16383] failed: Connection lost to target"

@@ -54,6 +54,9 @@ func (s *sim) apply(a Action) {
 		if len(s.slotsOf(id)) > 0 && !a.LosesData {
 			s.fatalf("forgetting slot owner %s without reporting its keys lost", id)
 		}
+		if h := s.dataHolder(id, nil); len(s.slotsOf(id)) > 0 && h != nil {
+			s.fatalf("forgetting slot owner %s while %s still holds its keys", s.label(id), h.name)
+		}
 		for _, p := range s.members() {
 			if p.healthy() && !s.silent[p.name] && !s.hidden[p.name] && p.phase == PodRunning && p.id != id && !(p.role == RoleReplica && p.primary == id) {
 				want = append(want, p.name)
@@ -109,6 +112,10 @@ func (s *sim) apply(a Action) {
 		knownAlive := p.healthy() && s.reachedByPeers(p)
 		if p.alive && len(s.slotsOf(p.id)) > 0 && (!s.hidden[p.name] || knownAlive) {
 			s.fatalf("deleting %s while it holds slots", p.name)
+		}
+		if p.alive && p.role == RoleReplica && p.synced() && len(s.slotsOf(p.primary)) > 0 &&
+			!s.byID(p.primary).alive && s.dataHolder(p.primary, p) == nil {
+			s.fatalf("deleting %s, the last copy of lost primary %s's keys", p.name, s.label(p.primary))
 		}
 		if s.hidden[p.name] && knownAlive {
 			s.fatalf("deleting %s, whose process its peers reach while its pod is only missing from the view", p.name)
@@ -264,4 +271,20 @@ func (s *sim) seqOf(p *simProc) int {
 func (s *sim) kill(name string) {
 	p := s.byName(name)
 	p.alive, p.phase = false, PodGone
+}
+
+// dataHolder is a running process other than except that holds the keys
+// of slot owner id: the owner itself, or a replica of it that synced; a
+// stalled one counts, it keeps its memory, and so does a replica being
+// retired. Nil when every copy is gone.
+func (s *sim) dataHolder(id string, except *simProc) *simProc {
+	for _, q := range s.procs {
+		if q == except || !q.alive {
+			continue
+		}
+		if q.id == id || (q.role == RoleReplica && q.primary == id && q.synced()) {
+			return q
+		}
+	}
+	return nil
 }

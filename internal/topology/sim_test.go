@@ -206,7 +206,34 @@ func (s *sim) input() Input {
 
 func (s *sim) fatalf(format string, args ...any) {
 	s.t.Helper()
-	s.t.Fatalf("%s\ntrace:\n%s", fmt.Sprintf(format, args...), strings.Join(s.tail(30), "\n"))
+	s.t.Fatalf("%s\nstate (want %dx%d, version %d):\n%s\ntrace:\n%s", fmt.Sprintf(format, args...),
+		s.shards, s.replicas, s.version, strings.Join(s.state(), "\n"), strings.Join(s.tail(30), "\n"))
+}
+
+// state describes every member, one line each, for failure messages.
+func (s *sim) state() []string {
+	var out []string
+	for _, p := range s.members() {
+		line := fmt.Sprintf("%s shard=%d %s %s %s alive=%v stalled=%v synced=%v version=%d slots=%d id=%.6s",
+			p.name, p.shard, p.lifecycle, p.phase, p.role, p.alive, p.stalled, p.synced(), p.version, CountSlots(s.slotsOf(p.id)), p.id)
+		if p.role == RoleReplica {
+			line += " of=" + s.label(p.primary)
+		}
+		out = append(out, line)
+	}
+	for _, id := range s.holders() {
+		if q := s.byID(id); q == nil || !q.member {
+			out = append(out, fmt.Sprintf("slots=%d held by non-member %s", CountSlots(s.slotsOf(id)), s.label(id)))
+		}
+	}
+	return out
+}
+
+func (s *sim) label(id string) string {
+	if q := s.byID(id); q != nil {
+		return q.name
+	}
+	return id
 }
 
 func (s *sim) tail(n int) []string {
