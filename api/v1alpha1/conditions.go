@@ -88,22 +88,26 @@ const (
 
 // Reasons used with the conditions above and as Event reasons.
 const (
-	ReasonFormed             = "ClusterFormed"
-	ReasonBootstrapping      = "Bootstrapping"
-	ReasonInvalid            = "Invalid"
-	ReasonConverged          = "Converged"
-	ReasonWaiting            = "Waiting"
-	ReasonHealthy            = "Healthy"
-	ReasonValid              = "Valid"
-	ReasonResolved           = "Resolved"
-	ReasonNotExpiring        = "NotExpiring"
-	ReasonNoBindings         = "NoBindings"
-	ReasonBindingsPresent    = "BindingsPresent"
-	ReasonUnreachable        = "NodeUnreachable"
-	ReasonActionFailed       = "ActionFailed"
-	ReasonRotationComplete   = "RotationComplete"
-	ReasonRotationInProgress = "RotationInProgress"
-	ReasonReloadFailed       = "ReloadFailed"
+	ReasonFormed        = "ClusterFormed"
+	ReasonBootstrapping = "Bootstrapping"
+	ReasonInvalid       = "Invalid"
+	ReasonConverged     = "Converged"
+	// ReasonReferencesUnresolved: the cluster has the shape its last
+	// resolvable spec asks for, but the current spec's references do not
+	// resolve, so what it changes is not applied (see ReferencesResolved).
+	ReasonReferencesUnresolved = "ReferencesUnresolved"
+	ReasonWaiting              = "Waiting"
+	ReasonHealthy              = "Healthy"
+	ReasonValid                = "Valid"
+	ReasonResolved             = "Resolved"
+	ReasonNotExpiring          = "NotExpiring"
+	ReasonNoBindings           = "NoBindings"
+	ReasonBindingsPresent      = "BindingsPresent"
+	ReasonUnreachable          = "NodeUnreachable"
+	ReasonActionFailed         = "ActionFailed"
+	ReasonRotationComplete     = "RotationComplete"
+	ReasonRotationInProgress   = "RotationInProgress"
+	ReasonReloadFailed         = "ReloadFailed"
 	// ReasonStateChanged is the Event reason of a status.state transition.
 	ReasonStateChanged = "StateChanged"
 	// Reasons about the operator's own credentials ({cluster}-operator-auth):

@@ -184,6 +184,9 @@ func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseR
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
 	}
 	applyPlan(vc, lead, decideState(s.creating, lead, s.o))
+	if s.aclHeld && lead.Done() {
+		markSpecHeld(vc)
+	}
 	if f := s.tls.Failure; f != nil {
 		// The plan's conditions say what heals; the state stays Invalid.
 		// reconcileTLS announced the failure against the status as read:
@@ -192,6 +195,19 @@ func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseR
 		markInvalid(vc, f.Reason, f.Message)
 	}
 	return nextPhase, nil
+}
+
+// markSpecHeld keeps a cluster whose references do not resolve from
+// reading as converged: the nodes run the last rendering that resolved,
+// not what the spec now asks for.
+func markSpecHeld(vc *valkeyv1.ValkeyCluster) {
+	why := "the spec's references do not resolve"
+	if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondReferencesResolved); c != nil {
+		why = c.Message
+	}
+	msg := "the spec is not fully applied: " + why + "; the nodes keep the last configuration that resolved"
+	setCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonReferencesUnresolved, msg)
+	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionFalse, valkeyv1.ReasonReferencesUnresolved, msg)
 }
 
 // setInvalid records a TLS validation failure: the state, the exact message
