@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -160,7 +161,11 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 				return false
 			}
 			vc := getCluster(t, s.key)
-			hit = append(hit, fmt.Sprintf("%s (%s: %s)", s.what, vc.Status.State, vc.Status.Message))
+			progressing := "no Progressing condition"
+			if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); c != nil {
+				progressing = c.Reason + ": " + c.Message
+			}
+			hit = append(hit, fmt.Sprintf("%s (%s; %s)", s.what, vc.Status.State, progressing))
 			return true
 		})
 		t.Logf("operator SIGKILLed %s after the changes, during %s", time.Since(start).Round(time.Millisecond), strings.Join(hit, "; "))
