@@ -181,8 +181,9 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 		checkAll(t, s.c, s.before)
 		checkAll(t, s.c, acked)
 		assertNoDataLoss(t, s.key)
-		t.Logf("%s: converged, %d keys from before and %d acknowledged writes read back; %d ActionFailed Events",
-			s.what, len(s.before), len(acked), countEvents(t, s.key, valkeyv1.ReasonActionFailed, ""))
+		t.Logf("%s: converged, %d keys from before and %d acknowledged writes read back; %d ActionFailed and %d %s Events",
+			s.what, len(s.before), len(acked), countEvents(t, s.key, valkeyv1.ReasonActionFailed, ""),
+			countEvents(t, s.key, string(topology.KindClearSlotStates), ""), topology.KindClearSlotStates)
 	}
 	t.Logf("every step converged %s after the changes", time.Since(start).Round(time.Second))
 }
