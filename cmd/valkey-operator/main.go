@@ -45,6 +45,7 @@ func main() {
 	flag.DurationVar(&opts.SampleInterval, "sample-interval", opts.SampleInterval, "How often every node's utilisation is sampled and autoscaling decided.")
 	flag.StringVar(&opts.Namespace, "operator-namespace", opts.Namespace, "The operator's namespace: metering records are kept there, and each cluster's NetworkPolicy admits it to the client port (default: env POD_NAMESPACE, then the service account's namespace).")
 	flag.DurationVar(&opts.MeteringInterval, "metering-interval", opts.MeteringInterval, "How often every cluster's metering record is advanced.")
+	flag.DurationVar(&opts.CredentialsSettle, "credentials-settle", opts.CredentialsSettle, "How long a credentials rotation keeps accepting the previous passwords after the switch; at least the kubelet's delay in refreshing a mounted Secret.")
 	flag.StringVar(&opts.ExporterImage, "exporter-image", opts.ExporterImage, "Image of the metrics exporter run next to Valkey when a ValkeyConfig enables it (spec.exporter).")
 	flag.BoolVar(&opts.FilterCache, "filter-cache", opts.FilterCache, "Cache only the Secrets and Pods the operator labeled; false caches every Secret and Pod of the cluster (more memory, for comparison).")
 	flag.Func("watch-namespaces", "Comma-separated namespaces whose ValkeyClusters the operator manages, and the only ones it reads or writes namespaced objects in besides its own metering records (default: every namespace).", func(v string) error {

@@ -137,6 +137,18 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 		}); err != nil {
 			return err
 		}
+	case topology.KindClearSlotStates:
+		var slots []int
+		for _, r := range a.ClearSlotStates.Slots {
+			for slot := r.Start; slot <= r.End; slot++ {
+				slots = append(slots, slot)
+			}
+		}
+		if err := onNode(a.ClearSlotStates.Node, func(n *valkey.Node) error {
+			return n.ClusterSetSlots(ctx, slots, valkey.SlotStable, "")
+		}); err != nil {
+			return err
+		}
 	case topology.KindCancelMigrations:
 		if err := onNode(a.CancelMigrations.Node, func(n *valkey.Node) error { return n.ClusterCancelSlotMigrations(ctx) }); err != nil {
 			return err

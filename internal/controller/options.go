@@ -139,6 +139,9 @@ func (o Options) Validate() error {
 	if o.MeteringInterval < time.Second {
 		return fmt.Errorf("metering interval %s: must be at least 1s", o.MeteringInterval)
 	}
+	if o.CredentialsSettle < 0 {
+		return fmt.Errorf("credentials settle %s: must not be negative", o.CredentialsSettle)
+	}
 	if o.ExporterImage == "" {
 		return fmt.Errorf("exporter image must not be empty")
 	}

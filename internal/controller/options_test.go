@@ -21,6 +21,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"no error backoff", func(o *Options) { o.ErrorBackoffBase = 0 }, "error backoff 0s to 1m0s"},
 		{"backoff cap below base", func(o *Options) { o.ErrorBackoffMax = o.ErrorBackoffBase / 2 }, "the base must be positive and at most the maximum"},
 		{"sample interval below a second", func(o *Options) { o.SampleInterval = 500 * time.Millisecond }, "sample interval 500ms: must be at least 1s"},
+		{"negative credentials settle", func(o *Options) { o.CredentialsSettle = -time.Second }, "credentials settle -1s: must not be negative"},
 		{"no exporter image", func(o *Options) { o.ExporterImage = "" }, "exporter image must not be empty"},
 		{"no operator namespace", func(o *Options) { o.Namespace = "" }, "operator namespace must not be empty"},
 		{"no wave concurrency", func(o *Options) { o.WaveConcurrency = 0 }, "wave concurrency 0: must be at least 1"},

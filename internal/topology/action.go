@@ -23,6 +23,9 @@ const (
 	KindMigrateSlots Kind = "MigrateSlots"
 	// KindCancelMigrations: CLUSTER CANCELSLOTMIGRATIONS on a source.
 	KindCancelMigrations Kind = "CancelMigrations"
+	// KindClearSlotStates: CLUSTER SETSLOT STABLE on a primary, replicated
+	// to its replicas.
+	KindClearSlotStates Kind = "ClearSlotStates"
 )
 
 // Tier is the priority tier that produced an Action; it drives the
@@ -181,6 +184,7 @@ type Action struct {
 	MigrateSlots *MigrateSlots
 	// CancelMigrations names the source whose atomic migrations stop.
 	CancelMigrations *NodeRef
+	ClearSlotStates  *ClearSlotStates
 }
 
 // CreateNode asks for a new ValkeyNode in Joining.
@@ -229,6 +233,14 @@ type Replicate struct {
 // CancelMigrations, the source to send CLUSTER CANCELSLOTMIGRATIONS.
 type NodeRef struct {
 	Node string
+}
+
+// ClearSlotStates: CLUSTER SETSLOT <slot> STABLE for every slot of Slots
+// on the primary Node, which holds no migration state for them; Valkey
+// replicates the command, and its replicas drop the state they kept.
+type ClearSlotStates struct {
+	Node  string
+	Slots []SlotRange
 }
 
 // Failover: CLUSTER FAILOVER [TAKEOVER] on Node, a replica.
@@ -288,6 +300,8 @@ func (a Action) String() string {
 		fmt.Fprintf(&b, " %s->%s slots=%s method=%s", m.From, m.To, FormatRanges(m.Slots), m.Method)
 	case a.CancelMigrations != nil:
 		fmt.Fprintf(&b, " node=%s", a.CancelMigrations.Node)
+	case a.ClearSlotStates != nil:
+		fmt.Fprintf(&b, " node=%s slots=%s", a.ClearSlotStates.Node, FormatRanges(a.ClearSlotStates.Slots))
 	}
 	if a.Reason != "" {
 		fmt.Fprintf(&b, " (%s", a.Reason)

@@ -67,9 +67,9 @@ func TestStoppingPrimaryHandsOver(t *testing.T) {
 	}
 }
 
-// A replica that kept a finished move's MIGRATING or IMPORTING state gets
-// it cleared by the move re-run between the slots' current ends, whichever
-// end owns them keeping them.
+// A replica that kept MIGRATING or IMPORTING state its primary does not
+// hold gets it cleared by SETSLOT STABLE on the primary, whichever end owns
+// the slots keeping them.
 func TestReplicaSlotStateIsCleared(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -93,13 +93,26 @@ func TestReplicaSlotStateIsCleared(t *testing.T) {
 				member(ms, "n1").View.Slots = []SlotRange{{Start: 0, End: 4999}, {Start: 5002, End: 5461}}
 				member(ms, "n2").View.Slots = []SlotRange{{Start: 5000, End: 5001}, {Start: 5462, End: 10922}}
 			},
-			"MigrateSlots n1->n2 slots=5000-5001 method=classic (" + ReasonReplicaSlotState + ": n4: n1 -> n2 slots 5000-5001 by SETSLOT and MIGRATE)"},
+			"ClearSlotStates node=n1 slots=5000-5001 (" + ReasonReplicaSlotState + ": n4: slots 5000-5001, by SETSLOT STABLE on its primary n1)"},
 		{"an aborted move: the source still owns the slot and keeps it",
 			func(ms []Member) { member(ms, "n4").View.Migrating = map[int]string{100: id("n2")} },
-			"MigrateSlots n2->n1 slots=100 method=classic (" + ReasonReplicaSlotState + ": n4: n2 -> n1 slots 100 by SETSLOT and MIGRATE)"},
+			"ClearSlotStates node=n1 slots=100 (" + ReasonReplicaSlotState + ": n4: slots 100, by SETSLOT STABLE on its primary n1)"},
 		{"a target's replica still importing",
 			func(ms []Member) { member(ms, "n5").View.Importing = map[int]string{6000: id("n1")} },
-			"MigrateSlots n1->n2 slots=6000 method=classic (" + ReasonReplicaSlotState + ": n5: n1 -> n2 slots 6000 by SETSLOT and MIGRATE)"},
+			"ClearSlotStates node=n2 slots=6000 (" + ReasonReplicaSlotState + ": n5: slots 6000, by SETSLOT STABLE on its primary n2)"},
+		// The operator killed while n2 waited for n5 to acknowledge a
+		// replicated SETSLOT IMPORTING: n5 ran it, n2 never did. Telling
+		// n2 the owner (n1) again would not clear it: a replica drops
+		// IMPORTING only when the owner named is its own primary.
+		{"a target's replica importing a move its primary never started",
+			func(ms []Member) { member(ms, "n5").View.Importing = map[int]string{100: id("n1"), 101: id("n1")} },
+			"ClearSlotStates node=n2 slots=100-101 (" + ReasonReplicaSlotState + ": n5: slots 100-101, by SETSLOT STABLE on its primary n2)"},
+		{"both states on one replica are cleared at once",
+			func(ms []Member) {
+				member(ms, "n4").View.Migrating = map[int]string{100: id("n2")}
+				member(ms, "n4").View.Importing = map[int]string{6000: id("n2")}
+			},
+			"ClearSlotStates node=n1 slots=100,6000 (" + ReasonReplicaSlotState + ": n4: slots 100,6000, by SETSLOT STABLE on its primary n1)"},
 		{"the primary still has the state: its move is resumed, not the replica's",
 			func(ms []Member) {
 				member(ms, "n1").View.Migrating = map[int]string{100: id("n2")}

@@ -1,17 +1,25 @@
 package topology
 
+import "fmt"
+
 // ReasonReplicaSlotState: a replica still reports a slot migration its
-// primary has finished.
+// primary has finished or never started.
 const ReasonReplicaSlotState = "clearing slot migration state a replica kept"
 
 // replicaSlotStates finds a replica that still reports a slot MIGRATING or
-// IMPORTING after its primary's copy of the state was cleared, and re-runs
-// the classic move of those slots between their current ends, which tells
-// the replica's primary the owner again (see classicMigration: Valkey 8
-// replicates that command, and copies the state in a full sync, but a
-// primary that learns the owner from gossip clears only its own). Left
-// alone, the replica would carry a finished move into its first failover,
-// where its new role would claim to be migrating slots it does not own.
+// IMPORTING while its primary holds no such state for the slot, and clears
+// it with CLUSTER SETSLOT STABLE on the primary, which Valkey 8 replicates
+// before running it. How the replica came to keep it: a primary that
+// learns a slot's owner from gossip clears only its own copy; and one
+// whose SETSLOT was replicated but whose client went away while it waited
+// for the replicas' acknowledgement (the operator killed mid-pipeline)
+// never runs the command itself. Telling the primary the owner again does
+// not clear every such copy: a replica keeps IMPORTING unless the new
+// owner is its own primary, and MIGRATING while it holds keys of the slot.
+// STABLE clears both, and on a primary with no state for the slot it
+// changes nothing. Left alone, the replica would carry the stale move
+// into its first failover, where its new role would claim to be migrating
+// slots it does not own.
 func (w *world) replicaSlotStates() (Action, bool) {
 	for _, n := range w.liveNodes() {
 		if n.View.Role != RoleReplica {
@@ -21,41 +29,24 @@ func (w *world) replicaSlotStates() (Action, bool) {
 		if p == nil || !w.healthy(p) || !p.isPrimary() {
 			continue
 		}
+		stale := map[int]bool{}
 		for _, states := range []map[int]string{n.View.Migrating, n.View.Importing} {
-			stale := map[int]string{}
-			for slot, peer := range states {
+			for slot := range states {
 				_, migrating := p.View.Migrating[slot]
 				_, importing := p.View.Importing[slot]
 				if migrating || importing || slot < 0 || slot >= TotalSlots {
 					continue
 				}
-				stale[slot] = peer
+				stale[slot] = true
 			}
-			if len(stale) == 0 {
-				continue
-			}
-			run, peerID := firstRun(stale)
-			for s := run.Start + 1; s <= run.End; s++ {
-				if w.owner[s] != w.owner[run.Start] {
-					run.End = s - 1
-					break
-				}
-			}
-			// The move is over one way or the other: whichever end owns
-			// the slots now keeps them, and the other gives up anything
-			// it still holds, so the slots go nowhere new.
-			peer := w.byID[peerID]
-			if peer == nil || !w.healthy(peer) || !peer.isPrimary() {
-				continue
-			}
-			from, to := peer, p
-			if w.owner[run.Start] == peer.id {
-				from, to = p, peer
-			} else if w.owner[run.Start] != p.id {
-				continue
-			}
-			return w.migrate(from, to, run, MigrationClassic, ReasonReplicaSlotState+": "+n.Name), true
 		}
+		if len(stale) == 0 {
+			continue
+		}
+		rs := rangesOf(func(slot int) bool { return stale[slot] })
+		return Action{Kind: KindClearSlotStates, Tier: TierTopology, Reason: ReasonReplicaSlotState,
+			Detail:          fmt.Sprintf("%s: slots %s, by SETSLOT STABLE on its primary %s", n.Name, FormatRanges(rs), p.Name),
+			ClearSlotStates: &ClearSlotStates{Node: p.Name, Slots: rs}}, true
 	}
 	return Action{}, false
 }

@@ -161,6 +161,10 @@ func (s *sim) apply(a Action) {
 				s.owner[slot] = to.id
 			}
 		}
+	case KindClearSlotStates:
+		if p := s.alive(a.ClearSlotStates.Node); p.role != RolePrimary {
+			s.fatalf("SETSLOT STABLE on non-primary %s", p.name)
+		}
 	case KindWait:
 	default:
 		s.fatalf("unexpected action %v", a)

@@ -1,20 +1,66 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/valkey-io/valkey-go"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
+
+// killedStep is one step the operator is SIGKILLed in, on a cluster of its
+// own so that every step runs at once and one kill can land in several.
+type killedStep struct {
+	what string
+	ns   string
+	// version is the cluster's Valkey: 9.1.2 moves slots with CLUSTER
+	// MIGRATESLOTS, 8.0.1 with SETSLOT and MIGRATE.
+	version          string
+	shards, replicas int
+	// begin makes the change the step carries out.
+	begin func(t testing.TB, s *killedStep)
+	// event and note pick the Event the step's first action records: the
+	// operator is killed right after it.
+	event, note string
+	// The shape the step converges to.
+	toShards, toReplicas int
+	// done checks what else the step promises once converged.
+	done func(t testing.TB, s *killedStep)
+
+	key      client.ObjectKey
+	c        valkey.Client
+	before   map[string]string
+	load     *clientLoad
+	seen     int
+	nodes    []string
+	password render.Passwords
+}
+
+func resize(shards, replicas int) func(testing.TB, *killedStep) {
+	return func(t testing.TB, s *killedStep) {
+		updateCluster(t, s.key, func(vc *valkeyv1.ValkeyCluster) {
+			vc.Spec.Shards, vc.Spec.ReplicasPerShard = int32(shards), int32(replicas)
+		})
+	}
+}
 
 // The operator, run as its own process the way its Deployment runs it, is
 // killed with SIGKILL in the middle of a step (no deferred cleanup, no
 // lease released), and a new process carries on from what the API and
 // Valkey hold: the step completes, the shape converges, and every key
 // written before and every write acknowledged meanwhile is read back.
+// Every step runs on its own small cluster at the same time; the operator
+// is killed as soon as one of them records its first action, and again
+// for those still to start, so each kill lands in one step or several.
 // Not parallel: it stops the operator every other test relies on.
 func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 	bin, kubeconfig := operatorProcessesInstead(t)
@@ -22,44 +68,137 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 	createNamespace(t, leaseNS)
 	op := startOperatorProcess(t, bin, kubeconfig, leaseNS, "first")
 
-	key := newPlainCluster(t, "opkill", "cache", 2, 1)
-	c := clusterClient(t, seedOf(key), nil)
-	before := writeKeys(t, c, "before", 3000)
-	waitReplicated(t, c)
-
-	steps := []struct {
-		what   string
-		change func(vc *valkeyv1.ValkeyCluster)
-		// event is the reason of the Event the step's first action
-		// records: the operator dies right after it.
-		event          string
-		shards, copies int
-	}{
-		{"a classic slot migration", func(vc *valkeyv1.ValkeyCluster) { vc.Spec.Shards = 3 }, string(topology.KindMigrateSlots), 3, 1},
-		{"a replica attach", func(vc *valkeyv1.ValkeyCluster) { vc.Spec.ReplicasPerShard = 2 }, string(topology.KindReplicate), 3, 2},
+	steps := []*killedStep{
+		{what: "a classic slot migration", ns: "opkill", version: "8.0.1", shards: 2, replicas: 1,
+			begin: resize(3, 1), event: string(topology.KindMigrateSlots), note: topology.MigrationClassic.Command(),
+			toShards: 3, toReplicas: 1, done: evenSlots},
+		{what: "an atomic slot migration", ns: "opkill-atomic", version: "9.1.2", shards: 1, replicas: 1,
+			begin: resize(2, 1), event: string(topology.KindMigrateSlots), note: topology.MigrationAtomic.Command(),
+			toShards: 2, toReplicas: 1, done: func(t testing.TB, s *killedStep) {
+				evenSlots(t, s)
+				if n := countEvents(t, s.key, string(topology.KindMigrateSlots), topology.MigrationClassic.Command()); n != 0 {
+					t.Errorf("%s: %d classic slot moves on Valkey 9 after the restart, want only CLUSTER MIGRATESLOTS", s.what, n)
+				}
+			}},
+		{what: "a replica attach", ns: "opkill-attach", version: "8.0.1", shards: 1, replicas: 0,
+			begin: resize(1, 1), event: string(topology.KindReplicate), toShards: 1, toReplicas: 1},
+		{what: "a forget", ns: "opkill-forget", version: "8.0.1", shards: 1, replicas: 2,
+			begin: resize(1, 1), event: string(topology.KindForget), toShards: 1, toReplicas: 1},
+		{what: "a roll's failover", ns: "opkill-roll", version: "8.0.1", shards: 1, replicas: 1,
+			begin: func(t testing.TB, s *killedStep) {
+				ctx := context.Background()
+				var cfg valkeyv1.ValkeyConfig
+				if err := k8sClient.Get(ctx, client.ObjectKey{Name: menuConfigName(s.ns)}, &cfg); err != nil {
+					t.Fatal(err)
+				}
+				cfg.Spec.Valkey["maxmemory"] = "96mb"
+				if err := k8sClient.Update(ctx, &cfg); err != nil {
+					t.Fatal(err)
+				}
+			},
+			event: string(topology.KindFailover), note: topology.ReasonRollFailover, toShards: 1, toReplicas: 1,
+			done: func(t testing.TB, s *killedStep) {
+				eventually(t, 3*time.Minute, "every node of "+s.what+" replaced", func() error {
+					for _, n := range getCluster(t, s.key).Status.Nodes {
+						if slices.Contains(s.nodes, n) {
+							return errorf("node %s not replaced yet", n)
+						}
+					}
+					return nil
+				})
+				waitConverged(t, s.key, s.toShards, s.toReplicas, 2*time.Minute)
+			}},
+		{what: "a credentials rotation", ns: "opkill-cred", version: "8.0.1", shards: 1, replicas: 1,
+			begin: func(t testing.TB, s *killedStep) { requestRotation(t, s.key, "opkill") },
+			event: valkeyv1.ReasonCredentialsSwitched, toShards: 1, toReplicas: 1,
+			done: func(t testing.TB, s *killedStep) { waitRotated(t, s.key, "opkill", s.password) }},
 	}
-	for i, step := range steps {
-		load := startLoad(c, "during-"+step.what)
-		seen := countEvents(t, key, step.event, "")
-		updateCluster(t, key, step.change)
-		eventually(t, 3*time.Minute, "the first "+step.event+" of "+step.what, func() error {
-			if countEvents(t, key, step.event, "") == seen {
-				return errorf("no new %s Event yet", step.event)
+
+	start := time.Now()
+	for _, s := range steps {
+		createNamespace(t, s.ns)
+		config := createMenu(t, s.ns)
+		if s.version != "8.0.1" {
+			config = createACLMenu(t, s.ns, s.version)
+		}
+		s.key = createCluster(t, s.ns, "cache", config, s.shards, s.replicas)
+	}
+	for _, s := range steps {
+		waitConverged(t, s.key, s.shards, s.replicas, 5*time.Minute)
+		s.c = clusterClient(t, seedOf(s.key), nil)
+		s.before = writeKeys(t, s.c, "before", 3000)
+		waitReplicated(t, s.c)
+		s.nodes = getCluster(t, s.key).Status.Nodes
+		s.password, _ = authPasswords(t, s.key)
+	}
+	t.Logf("%d clusters ready after %s", len(steps), time.Since(start).Round(time.Second))
+
+	start = time.Now()
+	for _, s := range steps {
+		s.load = startLoad(s.c, "during")
+		s.seen = countEvents(t, s.key, s.event, s.note)
+		s.begin(t, s)
+	}
+	pending := slices.Clone(steps)
+	for round := 0; len(pending) > 0; round++ {
+		eventually(t, 4*time.Minute, "the first action of "+whatOf(pending), func() error {
+			for _, s := range pending {
+				if countEvents(t, s.key, s.event, s.note) > s.seen {
+					return nil
+				}
 			}
-			return nil
+			return errorf("no new Event yet")
 		})
 		if err := op.cmd.Process.Kill(); err != nil {
 			t.Fatalf("SIGKILL to the operator: %v", err)
 		}
 		_ = op.cmd.Wait()
-		t.Logf("operator SIGKILLed during %s", step.what)
-		op = startOperatorProcess(t, bin, kubeconfig, leaseNS, "after-"+string(rune('a'+i)))
-		waitConverged(t, key, step.shards, step.copies, 5*time.Minute)
-		acked := load.finish(t)
-		checkAll(t, c, before)
-		checkAll(t, c, acked)
-		assertNoDataLoss(t, key)
+		// The dead process records nothing more: a step whose Event is
+		// there now was under way when it died.
+		var hit []string
+		pending = slices.DeleteFunc(pending, func(s *killedStep) bool {
+			if countEvents(t, s.key, s.event, s.note) == s.seen {
+				return false
+			}
+			vc := getCluster(t, s.key)
+			progressing := "no Progressing condition"
+			if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); c != nil {
+				progressing = c.Reason + ": " + c.Message
+			}
+			hit = append(hit, fmt.Sprintf("%s (%s; %s)", s.what, vc.Status.State, progressing))
+			return true
+		})
+		t.Logf("operator SIGKILLed %s after the changes, during %s", time.Since(start).Round(time.Millisecond), strings.Join(hit, "; "))
+		op = startOperatorProcess(t, bin, kubeconfig, leaseNS, fmt.Sprintf("after-%d", round))
 	}
+
+	for _, s := range steps {
+		waitConverged(t, s.key, s.toShards, s.toReplicas, 5*time.Minute)
+		if s.done != nil {
+			s.done(t, s)
+		}
+		acked := s.load.finish(t)
+		checkAll(t, s.c, s.before)
+		checkAll(t, s.c, acked)
+		assertNoDataLoss(t, s.key)
+		t.Logf("%s: converged, %d keys from before and %d acknowledged writes read back; %d ActionFailed and %d %s Events",
+			s.what, len(s.before), len(acked), countEvents(t, s.key, valkeyv1.ReasonActionFailed, ""),
+			countEvents(t, s.key, string(topology.KindClearSlotStates), ""), topology.KindClearSlotStates)
+	}
+	t.Logf("every step converged %s after the changes", time.Since(start).Round(time.Second))
+}
+
+func whatOf(steps []*killedStep) string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.what)
+	}
+	return strings.Join(out, ", ")
+}
+
+func evenSlots(t testing.TB, s *killedStep) {
+	t.Helper()
+	assertEvenSlots(t, s.ns, getCluster(t, s.key), s.toShards)
 }
 
 // assertNoDataLoss fails if the cluster ever reported losing keys.

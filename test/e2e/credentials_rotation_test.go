@@ -31,68 +31,14 @@ func TestOperatorCredentialsRotate(t *testing.T) {
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 500)
 	waitReplicated(t, c)
-	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: render.OperatorAuthSecretName(key.Name)}
-	passwords := func() (render.Passwords, *corev1.Secret) {
-		var s corev1.Secret
-		if err := k8sClient.Get(ctx, secretKey, &s); err != nil {
-			t.Fatal(err)
-		}
-		p, err := render.PasswordsFromSecret(&s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p, &s
-	}
-	old, _ := passwords()
+	old, _ := authPasswords(t, key)
 	load := startLoad(c, "load")
 
-	updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) {
-		if vc.Annotations == nil {
-			vc.Annotations = map[string]string{}
-		}
-		vc.Annotations[valkeyv1.AnnotationRotateCredentials] = "first"
-	})
+	requestRotation(t, key, "first")
 	assertEvent(t, key, valkeyv1.ReasonCredentialsRotationStarted, render.OperatorUser)
 	assertEvent(t, key, valkeyv1.ReasonCredentialsSwitched, "")
-	eventually(t, 2*time.Minute, "the rotation complete", func() error {
-		p, s := passwords()
-		if got := s.Annotations[valkeyv1.AnnotationCredentialsRotated]; got != "first" {
-			return fmt.Errorf("rotated %q; next set %v, previous set %v", got, p.NextOperator != "", p.PreviousOperator != "")
-		}
-		return nil
-	})
+	waitRotated(t, key, "first", old)
 	assertEvent(t, key, valkeyv1.ReasonCredentialsRotated, "")
-	cur, s := passwords()
-	if cur.Operator == old.Operator || cur.Replication == old.Replication || cur.NextOperator != "" || cur.PreviousOperator != "" {
-		t.Fatalf("after the rotation: operator changed %v, replication changed %v, next left %v, previous left %v",
-			cur.Operator != old.Operator, cur.Replication != old.Replication, cur.NextOperator != "", cur.PreviousOperator != "")
-	}
-	if cur.Exporter != old.Exporter {
-		t.Errorf("the exporter's password changed; it is not rotated")
-	}
-	if string(s.Data[render.KeyPrimaryAuth]) != render.PrimaryAuthConf(cur.Replication) {
-		t.Errorf("%s does not carry the new replication password", render.KeyPrimaryAuth)
-	}
-
-	// Every node: the new passwords in, the old ones out. The ACL reloader
-	// may still be loading the final file on a node, so this is polled.
-	eventually(t, time.Minute, "old passwords refused, new accepted on every node", func() error {
-		for name, pod := range clusterPods(t, key) {
-			addr := net.JoinHostPort(pod.Status.PodIP, fmt.Sprint(render.PortValkey))
-			for _, u := range []struct{ user, now, before string }{
-				{render.OperatorUser, cur.Operator, old.Operator},
-				{render.ReplicationUser, cur.Replication, old.Replication},
-			} {
-				if err := pingAs(addr, u.user, u.now); err != nil {
-					return fmt.Errorf("%s as %s with the new password: %w", name, u.user, err)
-				}
-				if err := pingAs(addr, u.user, u.before); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
-					return fmt.Errorf("%s as %s with the old password: %v, want WRONGPASS", name, u.user, err)
-				}
-			}
-		}
-		return nil
-	})
 
 	// The replica that never restarted reconnects with the new password.
 	vc := getCluster(t, key)
@@ -125,6 +71,77 @@ func TestOperatorCredentialsRotate(t *testing.T) {
 	acked := load.finishUndisturbed(t)
 	checkAll(t, c, before)
 	checkAll(t, c, acked)
+}
+
+// authPasswords reads the cluster's auth Secret and the passwords in it.
+func authPasswords(t testing.TB, key client.ObjectKey) (render.Passwords, *corev1.Secret) {
+	t.Helper()
+	var s corev1.Secret
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: render.OperatorAuthSecretName(key.Name)}, &s); err != nil {
+		t.Fatal(err)
+	}
+	p, err := render.PasswordsFromSecret(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, &s
+}
+
+// requestRotation asks for a rotation of the cluster's credentials.
+func requestRotation(t testing.TB, key client.ObjectKey, request string) {
+	t.Helper()
+	updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) {
+		if vc.Annotations == nil {
+			vc.Annotations = map[string]string{}
+		}
+		vc.Annotations[valkeyv1.AnnotationRotateCredentials] = request
+	})
+}
+
+// waitRotated waits for the rotation asked for as request to be served and
+// checks what the rotation page promises: new operator and replication
+// passwords, the exporter's kept, primaryauth.conf naming the new one, and
+// on every node the new passwords accepted and the old ones refused.
+func waitRotated(t testing.TB, key client.ObjectKey, request string, old render.Passwords) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "the rotation complete", func() error {
+		p, s := authPasswords(t, key)
+		if got := s.Annotations[valkeyv1.AnnotationCredentialsRotated]; got != request {
+			return fmt.Errorf("rotated %q; next set %v, previous set %v", got, p.NextOperator != "", p.PreviousOperator != "")
+		}
+		return nil
+	})
+	cur, s := authPasswords(t, key)
+	if cur.Operator == old.Operator || cur.Replication == old.Replication || cur.NextOperator != "" || cur.PreviousOperator != "" {
+		t.Fatalf("after the rotation: operator changed %v, replication changed %v, next left %v, previous left %v",
+			cur.Operator != old.Operator, cur.Replication != old.Replication, cur.NextOperator != "", cur.PreviousOperator != "")
+	}
+	if cur.Exporter != old.Exporter {
+		t.Errorf("the exporter's password changed; it is not rotated")
+	}
+	if string(s.Data[render.KeyPrimaryAuth]) != render.PrimaryAuthConf(cur.Replication) {
+		t.Errorf("%s does not carry the new replication password", render.KeyPrimaryAuth)
+	}
+
+	// The ACL reloader may still be loading the final file on a node, so
+	// this is polled.
+	eventually(t, time.Minute, "old passwords refused, new accepted on every node", func() error {
+		for name, pod := range clusterPods(t, key) {
+			addr := net.JoinHostPort(pod.Status.PodIP, fmt.Sprint(render.PortValkey))
+			for _, u := range []struct{ user, now, before string }{
+				{render.OperatorUser, cur.Operator, old.Operator},
+				{render.ReplicationUser, cur.Replication, old.Replication},
+			} {
+				if err := pingAs(addr, u.user, u.now); err != nil {
+					return fmt.Errorf("%s as %s with the new password: %w", name, u.user, err)
+				}
+				if err := pingAs(addr, u.user, u.before); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+					return fmt.Errorf("%s as %s with the old password: %v, want WRONGPASS", name, u.user, err)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // pingAs authenticates to one node as user and sends PING.

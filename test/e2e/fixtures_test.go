@@ -48,6 +48,16 @@ func newPlainCluster(t testing.TB, ns, name string, shards, replicas int) client
 // namespace, deleted when the test ends, and waits for it to converge.
 func newClusterWith(t testing.TB, ns, name, config string, shards, replicas int) client.ObjectKey {
 	t.Helper()
+	key := createCluster(t, ns, name, config, shards, replicas)
+	waitConverged(t, key, shards, replicas, 5*time.Minute)
+	return key
+}
+
+// createCluster creates a plaintext cluster of the config in an existing
+// namespace, deleted when the test ends, without waiting for it: clusters
+// created together form together.
+func createCluster(t testing.TB, ns, name, config string, shards, replicas int) client.ObjectKey {
+	t.Helper()
 	vc := &valkeyv1.ValkeyCluster{}
 	vc.Namespace, vc.Name = ns, name
 	vc.Spec = valkeyv1.ValkeyClusterSpec{ConfigRef: config, Shards: int32(shards), ReplicasPerShard: int32(replicas)}
@@ -55,9 +65,7 @@ func newClusterWith(t testing.TB, ns, name, config string, shards, replicas int)
 		t.Fatal(err)
 	}
 	deleteAtEnd(t, vc)
-	key := client.ObjectKeyFromObject(vc)
-	waitConverged(t, key, shards, replicas, 5*time.Minute)
-	return key
+	return client.ObjectKeyFromObject(vc)
 }
 
 // tlsFixture is a running TLS cluster in its own namespace, Active and

@@ -121,7 +121,9 @@ func startOperatorProcess(t testing.TB, bin, kubeconfig, ns, name string) *opera
 	// The test reads the replicas' metrics as plain HTTP; that metrics
 	// are only served to authorized callers is internal/controller's test.
 	p.cmd = exec.Command(bin, "--leader-elect", "--leader-election-namespace", ns,
-		"--metrics-bind-address", p.metrics, "--metrics-secure=false", "--health-probe-bind-address", freeAddr(t))
+		"--metrics-bind-address", p.metrics, "--metrics-secure=false", "--health-probe-bind-address", freeAddr(t),
+		// The kubelet here projects a changed Secret within projectionDelay.
+		"--credentials-settle", (2 * projectionDelay).String())
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
