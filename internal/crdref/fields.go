@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,18 +53,18 @@ func walk(rows []fieldRow, rules []ruleRow, path string, s apiextensionsv1.JSONS
 	})
 	rules = appendRules(rules, code(path), &s)
 
-	for _, name := range sortedKeys(s.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 		rows, rules = walk(rows, rules, path+"."+name, s.Properties[name], slices.Contains(s.Required, name))
 	}
 	if item != nil {
 		rules = appendRules(rules, code(path+"[]"), item)
-		for _, name := range sortedKeys(item.Properties) {
+		for _, name := range slices.Sorted(maps.Keys(item.Properties)) {
 			rows, rules = walk(rows, rules, path+"[]."+name, item.Properties[name], slices.Contains(item.Required, name))
 		}
 	}
 	if value != nil {
 		rules = appendRules(rules, code(path+".*"), value)
-		for _, name := range sortedKeys(value.Properties) {
+		for _, name := range slices.Sorted(maps.Keys(value.Properties)) {
 			rows, rules = walk(rows, rules, path+".*."+name, value.Properties[name], slices.Contains(value.Required, name))
 		}
 	}
@@ -220,13 +221,4 @@ func jsonValue(raw []byte) string {
 		return code(string(raw))
 	}
 	return code(buf.String())
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package crdref
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -113,7 +114,7 @@ func renderVersion(w *strings.Builder, plural string, v apiextensionsv1.CustomRe
 	var rows []fieldRow
 	var rules []ruleRow
 	rules = appendRules(rules, "(the object)", root)
-	for _, name := range sortedKeys(root.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(root.Properties)) {
 		if name == "apiVersion" || name == "kind" || name == "metadata" {
 			continue
 		}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -118,7 +119,7 @@ func (w *world) redirectMigrations() (Action, bool) {
 			continue
 		}
 		for _, pair := range classicStates(n) {
-			for _, peer := range sortedStrings(invert(pair.slots)) {
+			for _, peer := range slices.Sorted(maps.Keys(invert(pair.slots))) {
 				gone := w.byID[peer]
 				if gone == nil || !gone.dead() {
 					continue

@@ -3,6 +3,7 @@ package topology
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -207,7 +208,7 @@ func (w *world) removeDead() (Action, bool) {
 			}
 		}
 	}
-	for _, id := range sortedStrings(ids) {
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		if slices.Contains(w.holders, id) {
 			continue
 		}

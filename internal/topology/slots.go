@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -91,7 +92,7 @@ func EvenPlan(n int) []SlotRange {
 // existing shards than wanted, the remaining shares belong to shards not
 // created yet.
 func BalanceTargets(counts map[int]int, shards int) map[int]int {
-	keys := sortedKeys(counts)
+	keys := slices.Sorted(maps.Keys(counts))
 	keep := slices.Clone(keys)
 	if len(keep) > shards {
 		slices.SortStableFunc(keep, func(a, b int) int { return counts[b] - counts[a] })
@@ -182,15 +183,6 @@ func nextMove(shards []ShardSlots, batch int) (move, bool) {
 	top := owned[len(owned)-1]
 	r := SlotRange{Start: max(top.Start, top.End-n+1), End: top.End}
 	return move{From: src.Key, To: dst.Key, Slots: r}, true
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // transfer is everything one source gives one target in a wave.

@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 )
 
@@ -154,7 +156,7 @@ func TestPlanTransfers(t *testing.T) {
 			waves := 0
 			for ; waves < 50; waves++ {
 				var shards []ShardSlots
-				for _, k := range sortedKeys(owned) {
+				for _, k := range slices.Sorted(maps.Keys(owned)) {
 					shards = append(shards, ShardSlots{Key: k, Slots: owned[k], Target: targets[k], CanReceive: targets[k] > 0})
 				}
 				ts := PlanTransfers(shards)

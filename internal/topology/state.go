@@ -1,6 +1,9 @@
 package topology
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // State is the cluster state Plan's answer implies. The values match the
 // ValkeyCluster status.state enum.
@@ -124,7 +127,7 @@ func (w *world) moving() []MoveSummary {
 		for slot, to := range n.View.Migrating {
 			byTarget[to] = append(byTarget[to], SlotRange{Start: slot, End: slot})
 		}
-		for _, to := range sortedStrings(byTarget) {
+		for _, to := range slices.Sorted(maps.Keys(byTarget)) {
 			out = append(out, MoveSummary{From: n.Name, To: w.label(to), Slots: NormalizeRanges(byTarget[to]), Method: MigrationClassic})
 		}
 		for _, e := range n.View.Exports {
