@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -100,7 +101,7 @@ func TestTLSRollUnderLoad(t *testing.T) {
 	t.Logf("every node replaced in %s", time.Since(start).Round(time.Second))
 	acked := load.finishUndisturbed(t)
 
-	if got := shardSlots(vc); fmt.Sprint(got) != fmt.Sprint(oldSlots) {
+	if got := shardSlots(vc); !maps.Equal(got, oldSlots) {
 		t.Fatalf("shards' slots changed: %v, were %v", got, oldSlots)
 	}
 	if n := countEvents(t, f.key, string(topology.KindFailover), "") - failovers; n != shards {
