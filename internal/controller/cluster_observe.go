@@ -253,6 +253,7 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 	}
 	v := &topology.View{
 		ID:            me.ID,
+		Hostname:      me.Hostname,
 		Role:          topology.RolePrimary,
 		PrimaryID:     me.PrimaryID,
 		Slots:         me.Slots,
@@ -280,6 +281,7 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		peer := topology.Peer{
 			ID:        p.ID,
 			IP:        p.IP,
+			Hostname:  p.Hostname,
 			Role:      topology.RolePrimary,
 			PrimaryID: p.PrimaryID,
 			Slots:     p.Slots,

@@ -84,13 +84,13 @@ func (r *nodeReconciler) finalize(ctx context.Context, node *valkeyv1.ValkeyNode
 	if !controllerutil.ContainsFinalizer(node, valkeyv1.FinalizerNode) {
 		return nil
 	}
-	for _, obj := range []client.Object{
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: node.Namespace, Name: node.Name}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: node.Namespace, Name: render.NodeConfigMapName(node.Name)}},
-	} {
-		if err := r.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
-		}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: node.Namespace, Name: node.Name}}
+	if err := r.Delete(ctx, pod, podDeleteOptions(node)...); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: node.Namespace, Name: render.NodeConfigMapName(node.Name)}}
+	if err := r.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ConfigMap %s: %w", cm.Name, err)
 	}
 	patch := client.MergeFrom(node.DeepCopy())
 	controllerutil.RemoveFinalizer(node, valkeyv1.FinalizerNode)

@@ -123,6 +123,10 @@ const (
 	// owner, or started under two seconds ago); clients redirected to it
 	// would get CLUSTERDOWN.
 	ReasonReceiverNotReady = "waiting for a receiving primary to report cluster_state ok"
+	// ReasonPeerNameUnknown: a node that is to serve slots is not yet
+	// known by its announced hostname to every other node; those would
+	// send clients to "?" in CLUSTER SHARDS, CLUSTER SLOTS and MOVED.
+	ReasonPeerNameUnknown = "waiting for every node to learn the hostname of an up-to-date replica"
 	// ReasonDepartureGrace: a node retired by scale-in is kept
 	// DepartureGrace after it was marked Leaving, redirecting clients.
 	ReasonDepartureGrace = "letting clients learn that a retired node's slots moved before it leaves"

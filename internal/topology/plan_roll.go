@@ -55,12 +55,24 @@ func (w *world) roll() (Action, bool) {
 		return markLeaving(TierUpdate, outdated[0], "retiring outdated replica"), true
 	}
 	if p.Outdated && len(fresh) > 0 {
+		var unnamed *node
 		for _, n := range fresh {
-			if n.isReplicaOf(p.id) && w.healthy(n) && n.View.LinkUp && n.View.SyncDone {
-				return Action{Kind: KindFailover, Tier: TierUpdate, Reason: ReasonRollFailover,
-					Detail:   fmt.Sprintf("%s replaces %s", n.Name, p.Name),
-					Failover: &Failover{Node: n.Name, Mode: FailoverDefault}}, true
+			if !n.isReplicaOf(p.id) || !w.healthy(n) || !n.View.LinkUp || !n.View.SyncDone {
+				continue
 			}
+			// A node that has heard a peer only through an unacknowledged
+			// handshake, or lost its name to a reply without extensions,
+			// tells clients "?" for it: the slots would have no address.
+			if !w.met(n) {
+				unnamed = n
+				continue
+			}
+			return Action{Kind: KindFailover, Tier: TierUpdate, Reason: ReasonRollFailover,
+				Detail:   fmt.Sprintf("%s replaces %s", n.Name, p.Name),
+				Failover: &Failover{Node: n.Name, Mode: FailoverDefault}}, true
+		}
+		if unnamed != nil {
+			return wait(TierUpdate, ReasonPeerNameUnknown, unnamed.Name), true
 		}
 		return wait(TierUpdate, "waiting for an up-to-date replica to catch up", fresh[0].Name), true
 	}

@@ -129,7 +129,10 @@ type Pod struct {
 // View is one node's answer about itself and the cluster (CLUSTER NODES,
 // CLUSTER INFO, INFO REPLICATION and, on Valkey 9, CLUSTER GETSLOTMIGRATIONS).
 type View struct {
-	ID        string
+	ID string
+	// Hostname is the name this node announces
+	// (cluster-announce-hostname), "" when it announces none.
+	Hostname  string
 	Role      Role
 	PrimaryID string
 	// Slots this node serves as a primary.
@@ -189,8 +192,11 @@ type Export struct {
 
 // Peer is one line of a node's CLUSTER NODES other than its own.
 type Peer struct {
-	ID        string
-	IP        string
+	ID string
+	IP string
+	// Hostname is the name this node has learnt the peer announces, ""
+	// until the peer's own ping brings it.
+	Hostname  string
 	Role      Role
 	PrimaryID string
 	Slots     []SlotRange

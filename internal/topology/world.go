@@ -290,7 +290,8 @@ func (w *world) core() []*node {
 	return out
 }
 
-// met: n and every other core node know each other.
+// met: n and every other core node know each other, by name too where a
+// node announces one.
 func (w *world) met(n *node) bool {
 	if !n.live() {
 		return false
@@ -299,11 +300,29 @@ func (w *world) met(n *node) bool {
 		if o == n {
 			continue
 		}
-		if !o.knows(n.id) || !n.knows(o.id) {
+		if !o.knowsName(n) || !n.knowsName(o) {
 			return false
 		}
 	}
 	return true
+}
+
+// knowsName: n knows o, and by the hostname o announces, if any. A node
+// learns a peer's hostname only from a ping the peer sends it directly,
+// which can come seconds after the handshake (up to half the node
+// timeout), and until then it tells clients the peer's endpoint is "?":
+// in CLUSTER SHARDS and CLUSTER SLOTS, and in the MOVED that sends a
+// client there. On a TLS cluster, which announces hostnames so that
+// clients can verify every node, a client that refreshed its slot map
+// from such a node has no address for the peer's slots.
+func (n *node) knowsName(o *node) bool {
+	if !n.knows(o.id) {
+		return false
+	}
+	if o.View == nil || o.View.Hostname == "" {
+		return true
+	}
+	return n.peers[o.id].Hostname == o.View.Hostname
 }
 
 // connected: n and seed have at least started to know each other.

@@ -13,12 +13,15 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -360,17 +363,30 @@ func assertEvenSlots(t testing.TB, ns string, vc *valkeyv1.ValkeyCluster, shards
 	t.Logf("slots per primary: %v", counts)
 }
 
-// dialPod connects to one pod of a plaintext cluster as the default user,
-// which is open while the cluster has no ACL binding.
+// dialPod connects to one pod as the default user, which is open while the
+// cluster has no ACL binding. A TLS cluster's nodes listen only for TLS:
+// the pod is reached with the CA its cluster's nodes mount, verified with
+// the pod's own name, so the convergence checks serve both kinds.
 func dialPod(ns, name string) (*vk.Node, error) {
+	ctx := context.Background()
 	var pod corev1.Pod
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
 		return nil, err
 	}
 	if pod.Status.PodIP == "" {
 		return nil, fmt.Errorf("pod %s has no address", name)
 	}
-	return vk.Dial(context.Background(), vk.Target{Address: net.JoinHostPort(pod.Status.PodIP, "6379"), Dialer: local.Runtime.DialContext})
+	target := vk.Target{Address: net.JoinHostPort(pod.Status.PodIP, "6379"), Dialer: local.Runtime.DialContext}
+	cluster := pod.Labels[valkeyv1.LabelInstance]
+	var mounted corev1.Secret
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.NodeTLSSecretName(cluster)}, &mounted)
+	switch {
+	case err == nil:
+		target.TLS = &vk.TLS{CA: mounted.Data[tlssecret.KeyCA], ServerName: render.PodFQDN(name, cluster, ns, clusterDomain)}
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the TLS material of %s: %w", name, err)
+	}
+	return vk.Dial(ctx, target)
 }
 
 // podMyself is a pod's own line of CLUSTER NODES: its ID, slots and any
