@@ -510,12 +510,3 @@ func boolFirst(a, b bool) int {
 		return 1
 	}
 }
-
-func sortedStrings[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
