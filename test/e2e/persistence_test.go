@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/localkube"
+	"github.com/gomomento/valkey-operator/internal/render"
+)
+
+// A persistent one-shard cluster without a replica holds the only copy of
+// every key on its node's volume. Under the checking client's load with
+// appendfsync always, its valkey-server is SIGKILLed and later its pod is
+// deleted: each time the node comes back on the same claim with the same
+// Valkey node ID, no node is replaced, and every write acknowledged before
+// is read back with its last acknowledged value.
+func TestPersistenceNodeComesBackWithItsData(t *testing.T) {
+	t.Parallel()
+	const ns = "persist-restart"
+	createNamespace(t, ns)
+	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
+		Valkey: map[string]string{"maxmemory": "64mb"},
+		Persistence: &valkeyv1.Persistence{
+			Size:        resource.MustParse("1Gi"),
+			Appendfsync: valkeyv1.AppendFsyncAlways,
+		},
+	})
+	key := newClusterWith(t, ns, "durable", cfg, 1, 0)
+	vc := getCluster(t, key)
+	node := vc.Status.ShardStatuses[0].Primary
+	ctx := context.Background()
+
+	var claim corev1.PersistentVolumeClaim
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.NodeClaimName(node)}, &claim); err != nil {
+		t.Fatalf("the node's claim: %v", err)
+	}
+	if claim.Status.Phase != corev1.ClaimBound || claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != localkube.StorageClassName {
+		t.Fatalf("claim %s is %s in class %v, want Bound in the default %s", claim.Name, claim.Status.Phase, claim.Spec.StorageClassName, localkube.StorageClassName)
+	}
+	if len(claim.OwnerReferences) != 1 || claim.OwnerReferences[0].Name != node {
+		t.Fatalf("claim owners %+v, want the node %s", claim.OwnerReferences, node)
+	}
+	volume := claim.Spec.VolumeName
+	id := podMyself(t, ns, node).ID
+	c := clusterClient(t, seedOf(key), nil)
+
+	for _, mode := range []failureMode{processKilled, podDeleted} {
+		t.Run(string(mode), func(t *testing.T) {
+			load := startLoad(c, "persist-"+string(mode[:3]))
+			eventually(t, 30*time.Second, "writes acknowledged before the failure", func() error {
+				if n := load.writes.Load(); n < 200 {
+					return fmt.Errorf("%d writes so far", n)
+				}
+				return nil
+			})
+			var before corev1.Pod
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: node}, &before); err != nil {
+				t.Fatal(err)
+			}
+			fail(t, ns, node, mode)
+			failed := time.Now()
+			eventually(t, 2*time.Minute, node+" back with its pod", func() error {
+				var p corev1.Pod
+				if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: node}, &p); err != nil {
+					return err
+				}
+				switch {
+				case mode == podDeleted && p.UID == before.UID:
+					return fmt.Errorf("the deleted pod is still there (%s)", podPhase(ns, node))
+				case mode == processKilled && p.UID != before.UID:
+					return fmt.Errorf("the pod was replaced; a crash should restart the process in place")
+				case mode == processKilled && restarts(&p) == 0:
+					return fmt.Errorf("container not restarted yet")
+				}
+				return nil
+			})
+			waitConverged(t, key, 1, 0, 3*time.Minute)
+			t.Logf("%s: serving again %s after the failure", mode, time.Since(failed).Round(100*time.Millisecond))
+			// Writes continue after the node is back, so the check covers
+			// what was written across the failure and after it.
+			eventually(t, 30*time.Second, "writes acknowledged after the node came back", func() error {
+				if n := load.writes.Load(); n < 400 {
+					return fmt.Errorf("%d writes so far", n)
+				}
+				return nil
+			})
+			acked := load.finish(t)
+			checkAll(t, c, acked)
+			if load.stale.Load() > 0 {
+				t.Errorf("%d reads returned another value than the one last acknowledged: %v", load.stale.Load(), load.errs)
+			}
+
+			vc := getCluster(t, key)
+			if got := vc.Status.ShardStatuses[0].Primary; got != node {
+				t.Errorf("the primary is now %s, want %s back: the node was replaced", got, node)
+			}
+			if got := podMyself(t, ns, node).ID; got != id {
+				t.Errorf("node ID %s after the %s, was %s", got, mode, id)
+			}
+			var now corev1.PersistentVolumeClaim
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim.Name}, &now); err != nil || now.UID != claim.UID || now.Spec.VolumeName != volume {
+				t.Errorf("claim after the %s: %v, uid %s volume %s; want the same claim on %s", mode, err, now.UID, now.Spec.VolumeName, volume)
+			}
+		})
+	}
+
+	// Retiring the cluster retires its nodes, their claims (waitGone
+	// counts them) and so their volumes.
+	deleteCluster(t, key)
+	eventually(t, 2*time.Minute, "the claim's volume deleted", func() error {
+		var pv corev1.PersistentVolume
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: volume}, &pv); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("volume %s: %v (phase %s)", volume, err, pv.Status.Phase)
+		}
+		return nil
+	})
+}
+
+func restarts(p *corev1.Pod) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == render.ContainerValkey {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
