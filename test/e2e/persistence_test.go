@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,4 +132,73 @@ func restarts(p *corev1.Pod) int32 {
 		}
 	}
 	return 0
+}
+
+// A persistent 3x1 cluster under load has a primary's pod deleted: the
+// operator hands the primary's role to its replica first, as for any
+// planned stop, and the node comes back on its claim, at a new address,
+// as itself (same node ID, still a member, nothing replaced), and rejoins
+// as a replica. No acknowledged write is lost.
+func TestPersistencePrimaryPodDeletedComesBackAsItself(t *testing.T) {
+	t.Parallel()
+	const ns = "persist-3x1"
+	createNamespace(t, ns)
+	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
+		Valkey: map[string]string{"maxmemory": "64mb"},
+		Persistence: &valkeyv1.Persistence{
+			Size:        resource.MustParse("1Gi"),
+			Appendfsync: valkeyv1.AppendFsyncAlways,
+		},
+	})
+	key := newClusterWith(t, ns, "durable", cfg, 3, 1)
+	vc := getCluster(t, key)
+	members := append([]string(nil), vc.Status.Nodes...)
+	node := vc.Status.ShardStatuses[0].Primary
+	ctx := context.Background()
+	var before corev1.Pod
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: node}, &before); err != nil {
+		t.Fatal(err)
+	}
+	id := podMyself(t, ns, node).ID
+	c := clusterClient(t, seedOf(key), nil)
+	load := startLoad(c, "persist-3x1")
+	eventually(t, 30*time.Second, "writes acknowledged before the deletion", func() error {
+		if n := load.writes.Load(); n < 200 {
+			return fmt.Errorf("%d writes so far", n)
+		}
+		return nil
+	})
+	fail(t, ns, node, podDeleted)
+	eventually(t, 3*time.Minute, node+" back with a new pod", func() error {
+		var p corev1.Pod
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: node}, &p); err != nil {
+			return err
+		}
+		if p.UID == before.UID {
+			return fmt.Errorf("the deleted pod is still there (%s)", podPhase(ns, node))
+		}
+		if p.Status.PodIP == "" {
+			return fmt.Errorf("the new pod has no address yet")
+		}
+		t.Logf("new pod at %s, the deleted one was at %s", p.Status.PodIP, before.Status.PodIP)
+		return nil
+	})
+	vc = waitConverged(t, key, 3, 1, 5*time.Minute)
+	acked := load.finish(t)
+	checkAll(t, c, acked)
+	if load.stale.Load() > 0 {
+		t.Errorf("%d reads returned another value than the one last acknowledged: %v", load.stale.Load(), load.errs)
+	}
+	if !slices.Equal(sorted(vc.Status.Nodes), sorted(members)) {
+		t.Errorf("members %v, were %v: a node was replaced", vc.Status.Nodes, members)
+	}
+	if got := podMyself(t, ns, node).ID; got != id {
+		t.Errorf("node ID %s after its pod was deleted, was %s", got, id)
+	}
+}
+
+func sorted(xs []string) []string {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return out
 }
