@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 )
 
@@ -290,7 +291,8 @@ func (w *world) core() []*node {
 	return out
 }
 
-// met: n and every other core node know each other.
+// met: n and every other core node know each other, each at the address
+// the other runs at now.
 func (w *world) met(n *node) bool {
 	if !n.live() {
 		return false
@@ -299,11 +301,35 @@ func (w *world) met(n *node) bool {
 		if o == n {
 			continue
 		}
-		if !o.knows(n.id) || !n.knows(o.id) {
+		if !o.knows(n.id) || !n.knows(o.id) || w.knowsAtOldAddress(o, n) || w.knowsAtOldAddress(n, o) {
 			return false
 		}
 	}
 	return true
+}
+
+// knowsAtOldAddress: n knows live member o's node ID, but at another
+// address than the pod o answered from with that ID. Only a node that
+// kept its ID across a new pod (its nodes.conf on a volume) shows this;
+// until the address is corrected n cannot reach o, so o does not count as
+// met however long n has known its ID.
+func (w *world) knowsAtOldAddress(n, o *node) bool {
+	if !o.live() || o.View.ID == "" || o.Pod.IP == "" || w.byID[o.View.ID] != o {
+		return false
+	}
+	p := n.peers[o.View.ID]
+	return p != nil && !sameIP(p.IP, o.Pod.IP)
+}
+
+// sameIP compares two addresses as IPs, so the notations of one address
+// (an IPv6 one written two ways) are not taken for two addresses.
+func sameIP(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	return errX == nil && errY == nil && x.Unmap() == y.Unmap()
 }
 
 // connected: n and seed have at least started to know each other.

@@ -4,17 +4,20 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/localkube"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
 // A persistent one-shard cluster without a replica holds the only copy of
@@ -201,4 +204,165 @@ func sorted(xs []string) []string {
 	out := slices.Clone(xs)
 	slices.Sort(out)
 	return out
+}
+
+// Every pod of a persistent 3x1 cluster is deleted at once under the
+// checking client's load with appendfsync always. Each node comes back on
+// its claim with its keys and node ID at a new address, while its
+// nodes.conf knows its peers only at their old ones: the cluster must
+// re-form by itself with the same members and node IDs, lose no
+// acknowledged write, report no loss, and its status must never say
+// Active while a node it names answers cluster_state other than ok or
+// with slots unassigned.
+func TestPersistenceFullRestartReforms(t *testing.T) {
+	t.Parallel()
+	const ns = "persist-full-restart"
+	createNamespace(t, ns)
+	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
+		Valkey: map[string]string{"maxmemory": "64mb"},
+		Persistence: &valkeyv1.Persistence{
+			Size:        resource.MustParse("1Gi"),
+			Appendfsync: valkeyv1.AppendFsyncAlways,
+		},
+	})
+	key := newClusterWith(t, ns, "durable", cfg, 3, 1)
+	vc := getCluster(t, key)
+	members := sorted(vc.Status.Nodes)
+	ctx := context.Background()
+	ids, podUIDs, nodeUIDs := map[string]string{}, map[string]string{}, map[string]string{}
+	for _, name := range members {
+		ids[name] = podMyself(t, ns, name).ID
+		var p corev1.Pod
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		podUIDs[name] = string(p.UID)
+		var vn valkeyv1.ValkeyNode
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vn); err != nil {
+			t.Fatal(err)
+		}
+		nodeUIDs[name] = string(vn.UID)
+	}
+	c := clusterClient(t, seedOf(key), nil)
+	load := startLoad(c, "persist-full")
+	eventually(t, 30*time.Second, "writes acknowledged before the restart", func() error {
+		if n := load.writes.Load(); n < 200 {
+			return fmt.Errorf("%d writes so far", n)
+		}
+		return nil
+	})
+	honesty := watchActiveHonesty(t, key)
+	if err := k8sClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns),
+		client.MatchingLabels(render.ClusterSelector(key.Name))); err != nil {
+		t.Fatalf("deleting every pod of %s: %v", key, err)
+	}
+	eventually(t, 3*time.Minute, "every node back with a new running pod", func() error {
+		for _, name := range members {
+			var p corev1.Pod
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+				return err
+			}
+			if string(p.UID) == podUIDs[name] || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+				return fmt.Errorf("%s: %s", name, podPhase(ns, name))
+			}
+		}
+		return nil
+	})
+	vc = waitConverged(t, key, 3, 1, 5*time.Minute)
+	lies := honesty.stop()
+	acked := load.finish(t)
+	checkAll(t, c, acked)
+	if load.stale.Load() > 0 {
+		t.Errorf("%d reads returned another value than the one last acknowledged: %v", load.stale.Load(), load.errs)
+	}
+	if got := sorted(vc.Status.Nodes); !slices.Equal(got, members) {
+		t.Errorf("members %v, were %v: a node was replaced", got, members)
+	}
+	for _, name := range members {
+		if got := podMyself(t, ns, name).ID; got != ids[name] {
+			t.Errorf("%s has node ID %s after the restart, was %s", name, got, ids[name])
+		}
+		var vn valkeyv1.ValkeyNode
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &vn); err != nil || string(vn.UID) != nodeUIDs[name] {
+			t.Errorf("ValkeyNode %s deleted or recreated (err %v)", name, err)
+		}
+	}
+	for _, cond := range vc.Status.Conditions {
+		if cond.Type == "DataLost" && cond.Status == metav1.ConditionTrue {
+			t.Errorf("DataLost %s: %s", cond.Reason, cond.Message)
+		}
+	}
+	if len(lies) > 0 {
+		t.Errorf("the status said Active while a node answered otherwise, %d times; first: %s", len(lies), lies[0])
+	}
+}
+
+// activeHonesty polls a cluster's status and, whenever it says Active,
+// asks every member that answers for its CLUSTER INFO, keeping each time
+// one reported cluster_state other than ok or slots unassigned. A member
+// that does not answer says nothing either way: its pod is gone or
+// starting.
+type activeHonesty struct {
+	mu   sync.Mutex
+	lies []string
+	done chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+func watchActiveHonesty(t testing.TB, key client.ObjectKey) *activeHonesty {
+	h := &activeHonesty{done: make(chan struct{})}
+	t.Cleanup(func() { h.stop() })
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if lie := h.check(key); lie != "" {
+				h.mu.Lock()
+				h.lies = append(h.lies, lie)
+				h.mu.Unlock()
+			}
+			select {
+			case <-h.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return h
+}
+
+func (h *activeHonesty) check(key client.ObjectKey) string {
+	ctx := context.Background()
+	var vc valkeyv1.ValkeyCluster
+	if err := k8sClient.Get(ctx, key, &vc); err != nil || vc.Status.State != valkeyv1.StateActive {
+		return ""
+	}
+	for _, name := range vc.Status.Nodes {
+		n, err := dialPod(key.Namespace, name)
+		if err != nil {
+			continue
+		}
+		info, err := n.ClusterInfo(ctx)
+		n.Close()
+		if err != nil {
+			continue
+		}
+		if info.State != "ok" || info.SlotsAssigned != topology.TotalSlots {
+			return fmt.Sprintf("Active (%s) while %s reports cluster_state:%s with %d slots assigned",
+				conditionSummary(&vc), name, info.State, info.SlotsAssigned)
+		}
+	}
+	return ""
+}
+
+// stop ends the polling and returns what it saw.
+func (h *activeHonesty) stop() []string {
+	h.once.Do(func() { close(h.done) })
+	h.wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.lies)
 }
