@@ -52,6 +52,10 @@ func TestDecideStateOwedRoll(t *testing.T) {
 	done := topology.Action{Kind: topology.KindDone, Tier: topology.TierSteady}
 	current := &observed{members: []topology.Member{{Name: "a"}, {Name: "b"}}}
 	owed := &observed{members: []topology.Member{{Name: "a"}, {Name: "b", Outdated: true}}}
+	returning := &observed{members: []topology.Member{{Name: "a", Lifecycle: topology.LifecycleActive, PodCreated: true,
+		Pod: topology.Pod{Phase: topology.PodPending}}}}
+	joining := &observed{members: []topology.Member{{Name: "a", Lifecycle: topology.LifecycleJoining, PodCreated: true,
+		Pod: topology.Pod{Phase: topology.PodPending}}}}
 	// a and b kept their node IDs across new pods; b knows a at a's old
 	// address.
 	scattered := &observed{members: []topology.Member{
@@ -70,6 +74,8 @@ func TestDecideStateOwedRoll(t *testing.T) {
 		{"a repair while a roll is owed", repair, owed, topology.StateUpdating},
 		{"converged", done, current, topology.StateActive},
 		{"a repair while members know each other at old addresses", repair, scattered, topology.StateUpdating},
+		{"a repair while an Active member's pod is pending again", repair, returning, topology.StateUpdating},
+		{"a repair while a joining member's pod is pending", repair, joining, topology.StateActive},
 		{"creating stays creating", repair, owed, topology.StateCreating},
 	}
 	for _, tt := range tests {

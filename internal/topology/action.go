@@ -141,9 +141,9 @@ const (
 	// ReasonReaddress: members that kept their node IDs across new pods
 	// know each other only at their old addresses; each is met at the
 	// address it answers from now.
-	ReasonReaddress = "meeting members at their new addresses"
-	ReasonCompletedJoin        = "completed join"
-	ReasonFormed               = "cluster formed, transitioning to Active"
+	ReasonReaddress     = "meeting members at their new addresses"
+	ReasonCompletedJoin = "completed join"
+	ReasonFormed        = "cluster formed, transitioning to Active"
 )
 
 // Action is the planner's answer: exactly one of the payload pointers that

@@ -42,18 +42,40 @@ func (w *world) readdress() ([]Action, bool) {
 	return out, len(out) > 0
 }
 
-// Scattered: some live member knows another live one only at an address
-// it no longer runs at. Such members cannot reach each other, whatever
-// each says of the cluster in the seconds before it notices, so the
-// cluster is not together until readdress has moved them.
-func Scattered(in Input) bool {
+// Returning: members of a formed cluster are on their way back to each
+// other rather than being healed. Either a member that had run has a
+// pending pod again (a persistent node coming back on its volume; a node
+// without persistence never gets a second pod), or a live member knows
+// another live one only at an address it no longer runs at, or every
+// member answers and none is lost, yet a settled member says the cluster
+// is down (members just moved to their new addresses clear their failure
+// flags and rejoin only after Valkey's own delays). The nodes' own
+// cluster_state is not to be trusted meanwhile: a node back from its
+// volume says ok for its first seconds, before it notices that it reaches
+// none of its peers.
+func Returning(in Input) bool {
 	w := newWorld(in)
+	allLive := true
+	for _, n := range w.nodes {
+		if !n.joining() && n.pending() {
+			return true
+		}
+		allLive = allLive && n.live()
+	}
 	live := w.liveNodes()
 	for _, n := range live {
 		for _, o := range live {
 			if o != n && w.knowsAtOldAddress(n, o) {
 				return true
 			}
+		}
+	}
+	if !allLive {
+		return false
+	}
+	for _, n := range live {
+		if !n.joining() && !n.leaving() && (!n.View.ClusterOK || n.View.SlotsAssigned != TotalSlots) {
+			return true
 		}
 	}
 	return false

@@ -129,12 +129,12 @@ func TestReaddressDecisions(t *testing.T) {
 
 // Nodes that say cluster_state:ok with every slot while they know each
 // other only at old addresses are neither converged nor ready, and the
-// cluster is scattered; once every address is current it is none of
+// cluster is returning; once every address is current it is none of
 // these.
 func TestStaleAddressIsNotMet(t *testing.T) {
 	ms := formed3()
-	if Scattered(Input{Members: ms}) {
-		t.Fatal("a formed cluster is scattered")
+	if Returning(Input{Members: ms}) {
+		t.Fatal("a formed cluster is returning")
 	}
 	restarted(ms, "n1", "n2", "n3", "n4", "n5", "n6")
 	in := Input{Shards: 3, ReplicasPerShard: 1, Members: ms}
@@ -144,8 +144,8 @@ func TestStaleAddressIsNotMet(t *testing.T) {
 	if s := Summarize(in); s.ReadyNodes != 0 {
 		t.Errorf("%d ready nodes, want 0: no node reaches another", s.ReadyNodes)
 	}
-	if !Scattered(in) {
-		t.Error("not scattered")
+	if !Returning(in) {
+		t.Error("not returning")
 	}
 	for i := range ms {
 		for j := range ms[i].View.Peers {
@@ -156,7 +156,46 @@ func TestStaleAddressIsNotMet(t *testing.T) {
 	if got := Plan(in).String(); got != "Done (cluster converged)" {
 		t.Errorf("after the addresses moved: %s", got)
 	}
-	if Scattered(in) {
-		t.Error("still scattered after the addresses moved")
+	if Returning(in) {
+		t.Error("still returning after the addresses moved")
+	}
+}
+
+// A member that had run and whose pod is pending again is a persistent
+// node coming back: the cluster is returning. A joining node's first pod
+// is not.
+func TestReturningMember(t *testing.T) {
+	ms := formed3()
+	n2 := member(ms, "n2")
+	n2.Pod, n2.View, n2.PodCreated = Pod{Phase: PodPending}, nil, true
+	if !Returning(Input{Members: ms}) {
+		t.Error("an Active member back to a pending pod is not returning")
+	}
+	n2.Lifecycle = LifecycleJoining
+	if Returning(Input{Members: ms}) {
+		t.Error("a joining member's pending pod counts as returning")
+	}
+}
+
+// Every member answers, none is lost, addresses are current, yet a
+// settled member says the cluster is down: the members are still coming
+// together (failure flags clearing, Valkey's rejoin delay), so the cluster
+// is returning. With a member lost it is being healed instead, and a
+// joining member's own cluster_state says nothing of the cluster.
+func TestReturningUntilEveryNodeSaysOK(t *testing.T) {
+	ms := formed3()
+	member(ms, "n4").View.ClusterOK = false
+	if !Returning(Input{Members: ms}) {
+		t.Error("a settled member says cluster_state:fail, yet not returning")
+	}
+	kill(ms, "n6", true)
+	if Returning(Input{Members: ms}) {
+		t.Error("with a member lost the cluster is healed, not returning")
+	}
+	ms = formed3()
+	member(ms, "n4").Lifecycle = LifecycleJoining
+	member(ms, "n4").View.ClusterOK = false
+	if Returning(Input{Members: ms}) {
+		t.Error("a joining member's cluster_state:fail counts as returning")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/localkube"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/topology"
+	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // A persistent one-shard cluster without a replica holds the only copy of
@@ -252,6 +253,7 @@ func TestPersistenceFullRestartReforms(t *testing.T) {
 		return nil
 	})
 	honesty := watchActiveHonesty(t, key)
+	t.Logf("deleting every pod at %s", time.Now().Format("15:04:05.000"))
 	if err := k8sClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns),
 		client.MatchingLabels(render.ClusterSelector(key.Name))); err != nil {
 		t.Fatalf("deleting every pod of %s: %v", key, err)
@@ -267,6 +269,13 @@ func TestPersistenceFullRestartReforms(t *testing.T) {
 			}
 		}
 		return nil
+	})
+	t.Logf("every pod back at %s", time.Now().Format("15:04:05.000"))
+	// The status read right after the pods came back may still be the one
+	// written before the deletion: the nodes themselves say when the
+	// cluster has re-formed.
+	eventually(t, 5*time.Minute, "every node reaching every other at its new address", func() error {
+		return reformed(ns, members)
 	})
 	vc = waitConverged(t, key, 3, 1, 5*time.Minute)
 	lies := honesty.stop()
@@ -292,9 +301,62 @@ func TestPersistenceFullRestartReforms(t *testing.T) {
 			t.Errorf("DataLost %s: %s", cond.Reason, cond.Message)
 		}
 	}
-	if len(lies) > 0 {
-		t.Errorf("the status said Active while a node answered otherwise, %d times; first: %s", len(lies), lies[0])
+	for _, l := range lies {
+		t.Errorf("the status said Active while a node answered otherwise: %s", l)
 	}
+}
+
+// reformed says what keeps members from being one cluster again: a node
+// not at cluster_state:ok with every slot, or knowing a member at another
+// address than its pod's, or flagging it failing.
+func reformed(ns string, members []string) error {
+	ctx := context.Background()
+	ips := map[string]string{}
+	ids := map[string]string{}
+	for _, name := range members {
+		var p corev1.Pod
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+			return err
+		}
+		ips[name] = p.Status.PodIP
+	}
+	views := map[string]vk.ClusterNodes{}
+	for _, name := range members {
+		n, err := dialPod(ns, name)
+		if err != nil {
+			return err
+		}
+		info, err := n.ClusterInfo(ctx)
+		if err != nil {
+			n.Close()
+			return err
+		}
+		nodes, err := n.ClusterNodes(ctx)
+		n.Close()
+		if err != nil {
+			return err
+		}
+		if info.State != "ok" || info.SlotsAssigned != topology.TotalSlots {
+			return fmt.Errorf("%s: cluster_state:%s, %d slots assigned", name, info.State, info.SlotsAssigned)
+		}
+		me, _ := nodes.Myself()
+		ids[me.ID], views[name] = name, nodes
+	}
+	for name, nodes := range views {
+		for _, p := range nodes {
+			if p.Myself() {
+				continue
+			}
+			other, ok := ids[p.ID]
+			if !ok {
+				return fmt.Errorf("%s knows %s, no member", name, p.ID)
+			}
+			if p.IP != ips[other] || p.Failing() {
+				return fmt.Errorf("%s knows %s at %q (its pod is at %s), flags %v", name, other, p.IP, ips[other], p.Flags)
+			}
+		}
+	}
+	return nil
 }
 
 // activeHonesty polls a cluster's status and, whenever it says Active,
@@ -351,8 +413,8 @@ func (h *activeHonesty) check(key client.ObjectKey) string {
 			continue
 		}
 		if info.State != "ok" || info.SlotsAssigned != topology.TotalSlots {
-			return fmt.Sprintf("Active (%s) while %s reports cluster_state:%s with %d slots assigned",
-				conditionSummary(&vc), name, info.State, info.SlotsAssigned)
+			return fmt.Sprintf("%s: Active (%s) while %s reports cluster_state:%s with %d slots assigned",
+				time.Now().Format("15:04:05.000"), conditionSummary(&vc), name, info.State, info.SlotsAssigned)
 		}
 	}
 	return ""
