@@ -312,7 +312,8 @@ func (w *world) met(n *node) bool {
 // address than the pod o answered from with that ID. Only a node that
 // kept its ID across a new pod (its nodes.conf on a volume) shows this;
 // until the address is corrected n cannot reach o, so o does not count as
-// met however long n has known its ID.
+// met however long n has known its ID. Every node announces its pod IP
+// (cluster-announce-ip), so a current address is exactly the pod IP.
 func (w *world) knowsAtOldAddress(n, o *node) bool {
 	if !o.live() || o.View.ID == "" || o.Pod.IP == "" || w.byID[o.View.ID] != o {
 		return false
