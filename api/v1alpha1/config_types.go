@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -13,6 +14,7 @@ import (
 // Values that leave too little headroom, or none (0), those combined across
 // the baseRef chain and the key spelled in another case are reported by
 // each cluster's MemoryHeadroom condition instead.
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.valkey) || self.valkey.all(k, !(k.lowerAscii() in ['appendonly', 'appendfsync', 'dir', 'save']))",message="appendonly, appendfsync, dir and save are set by spec.persistence and cannot be set in spec.valkey of a config with persistence"
 // +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.memory) || !isQuantity(self.resources.memory) || !has(self.valkey) || !('maxmemory' in self.valkey) || !self.valkey['maxmemory'].matches('^[0-9]{1,15}([kKmMgG][bB]?|[bB])?$') || double(self.valkey['maxmemory'].find('^[0-9]+')) * (self.valkey['maxmemory'].endsWith('kb') || self.valkey['maxmemory'].endsWith('KB') ? 1024.0 : self.valkey['maxmemory'].endsWith('mb') || self.valkey['maxmemory'].endsWith('MB') ? 1048576.0 : self.valkey['maxmemory'].endsWith('gb') || self.valkey['maxmemory'].endsWith('GB') ? 1073741824.0 : self.valkey['maxmemory'].endsWith('k') || self.valkey['maxmemory'].endsWith('K') ? 1000.0 : self.valkey['maxmemory'].endsWith('m') || self.valkey['maxmemory'].endsWith('M') ? 1000000.0 : self.valkey['maxmemory'].endsWith('g') || self.valkey['maxmemory'].endsWith('G') ? 1000000000.0 : 1.0) <= quantity(self.resources.memory).asApproximateFloat()",message="valkey maxmemory exceeds resources.memory: the container would be OOM-killed before maxmemory applies; leave maxmemory unset to have it derived with headroom"
 type ValkeyConfigSpec struct {
 	// ImageRef is the name of a ValkeyImage.
@@ -53,6 +55,48 @@ type ValkeyConfigSpec struct {
 	// replaces the cluster's nodes one at a time, like any node setting.
 	// +optional
 	Exporter *Exporter `json:"exporter,omitempty"`
+
+	// Persistence keeps each node's data on its own PersistentVolumeClaim,
+	// written as an append-only file, so a restarted node comes back with
+	// its keys and its cluster identity. Unset, nodes keep their data in
+	// memory only and lose it with their pod. The first config along the
+	// baseRef chain that sets persistence wins, as a whole. See
+	// docs/durability.md.
+	// +optional
+	Persistence *Persistence `json:"persistence,omitempty"`
+}
+
+// AppendFsync is when Valkey flushes its append-only file to disk.
+// +kubebuilder:validation:Enum=always;everysec
+type AppendFsync string
+
+const (
+	// AppendFsyncAlways flushes before acknowledging each write: nothing
+	// acknowledged is lost.
+	AppendFsyncAlways AppendFsync = "always"
+	// AppendFsyncEverysec flushes once a second: up to about a second of
+	// acknowledged writes can be lost.
+	AppendFsyncEverysec AppendFsync = "everysec"
+)
+
+// Persistence is the volume each node keeps its data on.
+type Persistence struct {
+	// Size of each node's volume, for example 10Gi.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="persistence.size must be greater than zero"
+	Size resource.Quantity `json:"size"`
+
+	// StorageClassName of each node's claim; unset uses the cluster's
+	// default StorageClass.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// Appendfsync is Valkey's appendfsync: always (no acknowledged write
+	// lost, each write waits for the disk) or everysec (up to about one
+	// second of writes lost on a crash).
+	// +optional
+	// +kubebuilder:default=everysec
+	Appendfsync AppendFsync `json:"appendfsync,omitempty"`
 }
 
 // Exporter configures the per-node metrics exporter.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -25,6 +26,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="spec.tlsSecret is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.placement) == has(oldSelf.placement) && (!has(self.placement) || self.placement == oldSelf.placement)",message="spec.placement is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.exporterImage) == has(oldSelf.exporterImage) && (!has(self.exporterImage) || self.exporterImage == oldSelf.exporterImage)",message="spec.exporterImage is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence) && (!has(self.persistence) || self.persistence == oldSelf.persistence)",message="spec.persistence is immutable"
 type ValkeyNodeSpec struct {
 	// ClusterName is the owning ValkeyCluster.
 	// +kubebuilder:validation:MinLength=1
@@ -65,10 +67,26 @@ type ValkeyNodeSpec struct {
 	// +optional
 	ExporterImage string `json:"exporterImage,omitempty"`
 
+	// Persistence is the node's volume; set iff the node keeps its data on
+	// a PersistentVolumeClaim (named like the node, owned by it).
+	// +optional
+	Persistence *NodePersistence `json:"persistence,omitempty"`
+
 	// Lifecycle is the only field that changes.
 	// +optional
 	// +kubebuilder:default=Active
 	Lifecycle NodeLifecycle `json:"lifecycle,omitempty"`
+}
+
+// NodePersistence is the claim a persistent node's data lives on.
+type NodePersistence struct {
+	// Size requested by the claim.
+	Size resource.Quantity `json:"size"`
+	// StorageClassName of the claim; empty uses the default StorageClass.
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+	// Appendfsync is the node's forced appendfsync.
+	Appendfsync AppendFsync `json:"appendfsync"`
 }
 
 // NodeRole is the node's role in Valkey's topology.

@@ -176,6 +176,20 @@ func podState(p *corev1.Pod) topology.Pod {
 	return out
 }
 
+// nodePodState is podState, except that the pod of a persistent node that
+// is not being retired is coming back (the node controller recreates it on
+// the same claim): absent or ended, it is pending, never a lost node.
+func nodePodState(n *valkeyv1.ValkeyNode, p *corev1.Pod) topology.Pod {
+	s := podState(p)
+	if !meta.IsStatusConditionTrue(n.Status.Conditions, valkeyv1.CondPodCreated) || !comesBack(n) {
+		return s
+	}
+	if s.Phase == topology.PodAbsent || s.Phase == topology.PodGone {
+		return topology.Pod{Phase: topology.PodPending}
+	}
+	return s
+}
+
 // buildMembers turns ValkeyNodes and pods into planner members, asking every
 // running node for its view concurrently. desired gives each shard's current
 // node spec, to tell outdated nodes.
@@ -199,7 +213,7 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 			JoinType:   topology.JoinType(n.Labels[valkeyv1.LabelJoinType]),
 			Outdated:   outdated,
 			NodeID:     n.Status.NodeID,
-			Pod:        podState(o.pods[name]),
+			Pod:        nodePodState(n, o.pods[name]),
 			PodCreated: meta.IsStatusConditionTrue(n.Status.Conditions, valkeyv1.CondPodCreated),
 
 			FailoverRequested: annotatedTime(n, valkeyv1.AnnotationFailoverRequested),

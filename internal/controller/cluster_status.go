@@ -93,10 +93,14 @@ func resharding(prev *valkeyv1.ReshardingStatus, s topology.Summary) *valkeyv1.R
 // decideState is the planner's state for the lead action, except that a
 // cluster owing a roll is never Active until it is done: whatever the
 // planner does first (repairing a lost member, a replacement held back
-// after crashing), the nodes do not run what the spec asks for.
+// after crashing), the nodes do not run what the spec asks for. Nor is a
+// cluster whose persistent members are on their way back (see
+// topology.Returning): their nodes may say cluster_state:ok for a few
+// seconds while none reaches another.
 func decideState(creating bool, lead topology.Action, o *observed) topology.State {
 	state := topology.DecideState(creating, lead)
-	if state == topology.StateActive && !lead.Done() && o.anyOutdated() {
+	if state == topology.StateActive && !lead.Done() &&
+		(o.anyOutdated() || topology.Returning(topology.Input{Members: o.members})) {
 		return topology.StateUpdating
 	}
 	return state

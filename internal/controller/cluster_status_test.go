@@ -45,12 +45,25 @@ func TestResharding(t *testing.T) {
 	}
 }
 
-// A cluster owing a roll is Updating whatever its planner does first.
+// A cluster owing a roll, or whose members know each other at old
+// addresses, is Updating whatever its planner does first.
 func TestDecideStateOwedRoll(t *testing.T) {
 	repair := topology.Action{Kind: topology.KindDeleteNode, Tier: topology.TierStability}
 	done := topology.Action{Kind: topology.KindDone, Tier: topology.TierSteady}
 	current := &observed{members: []topology.Member{{Name: "a"}, {Name: "b"}}}
 	owed := &observed{members: []topology.Member{{Name: "a"}, {Name: "b", Outdated: true}}}
+	returning := &observed{members: []topology.Member{{Name: "a", Lifecycle: topology.LifecycleActive, PodCreated: true,
+		Pod: topology.Pod{Phase: topology.PodPending}}}}
+	joining := &observed{members: []topology.Member{{Name: "a", Lifecycle: topology.LifecycleJoining, PodCreated: true,
+		Pod: topology.Pod{Phase: topology.PodPending}}}}
+	// a and b kept their node IDs across new pods; b knows a at a's old
+	// address.
+	scattered := &observed{members: []topology.Member{
+		{Name: "a", Pod: topology.Pod{Phase: topology.PodRunning, IP: "10.0.0.3"}, View: &topology.View{ID: "id-a",
+			Peers: []topology.Peer{{ID: "id-b", IP: "10.0.0.4"}}}},
+		{Name: "b", Pod: topology.Pod{Phase: topology.PodRunning, IP: "10.0.0.4"}, View: &topology.View{ID: "id-b",
+			Peers: []topology.Peer{{ID: "id-a", IP: "10.0.0.1"}}}},
+	}}
 	tests := []struct {
 		name string
 		lead topology.Action
@@ -60,6 +73,9 @@ func TestDecideStateOwedRoll(t *testing.T) {
 		{"a repair on a current cluster", repair, current, topology.StateActive},
 		{"a repair while a roll is owed", repair, owed, topology.StateUpdating},
 		{"converged", done, current, topology.StateActive},
+		{"a repair while members know each other at old addresses", repair, scattered, topology.StateUpdating},
+		{"a repair while an Active member's pod is pending again", repair, returning, topology.StateUpdating},
+		{"a repair while a joining member's pod is pending", repair, joining, topology.StateActive},
 		{"creating stays creating", repair, owed, topology.StateCreating},
 	}
 	for _, tt := range tests {

@@ -20,7 +20,9 @@ import (
 )
 
 // nodeReconciler is a create-only executor: for a Joining ValkeyNode it
-// creates the node's ConfigMap and, once, its Pod. It never updates a pod.
+// creates the node's ConfigMap, its claim when it is persistent, and, once,
+// its Pod. It never updates a pod. A persistent node gets its pod again
+// whenever the pod is gone: its data and identity are on its claim.
 type nodeReconciler struct {
 	client.Client
 	Options  Options
@@ -32,40 +34,21 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Get(ctx, req.NamespacedName, &node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	log := logf.FromContext(ctx).WithValues("cluster", node.Spec.ClusterName, "node", node.Name)
-	ctx = logf.IntoContext(ctx, log)
+	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("cluster", node.Spec.ClusterName, "node", node.Name))
 
 	if !node.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &node)
 	}
-	if node.Spec.Lifecycle != valkeyv1.LifecycleJoining || meta.IsStatusConditionTrue(node.Status.Conditions, valkeyv1.CondPodCreated) {
+	podCreated := meta.IsStatusConditionTrue(node.Status.Conditions, valkeyv1.CondPodCreated)
+	if podCreated && comesBack(&node) {
+		return ctrl.Result{}, r.bringBack(ctx, &node)
+	}
+	if node.Spec.Lifecycle != valkeyv1.LifecycleJoining || podCreated {
 		return ctrl.Result{}, nil
 	}
-
-	var vc valkeyv1.ValkeyCluster
-	if err := r.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Spec.ClusterName}, &vc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	rc := render.Cluster{Cluster: &vc, ClusterDomain: r.Options.ClusterDomain, DefaultZoneSpread: r.Options.DefaultZoneSpread}
-
-	cm, err := rc.NodeConfigMap(&node)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("rendering ConfigMap of node %s: %w", node.Name, err)
-	}
-	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
-	}
-	pod, err := rc.Pod(&node)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("rendering pod of node %s: %w", node.Name, err)
-	}
-	switch err := r.Create(ctx, pod); {
-	case err == nil:
-		log.Info("creating Pod for node")
-		r.Recorder.Eventf(&node, nil, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created pod %s", pod.Name)
-	case apierrors.IsAlreadyExists(err):
-	default:
-		return ctrl.Result{}, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	pod, err := r.createObjects(ctx, &node)
+	if err != nil || pod == nil {
+		return ctrl.Result{}, err
 	}
 	meta.SetStatusCondition(&node.Status.Conditions, metav1.Condition{
 		Type: valkeyv1.CondPodCreated, Status: metav1.ConditionTrue, Reason: valkeyv1.ReasonPodCreated,
@@ -75,6 +58,74 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, fmt.Errorf("recording pod creation on node %s: %w", node.Name, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// comesBack: a persistent node that is not being retired gets its pod back
+// whenever it is gone.
+func comesBack(node *valkeyv1.ValkeyNode) bool {
+	return node.Spec.Persistence != nil && node.Spec.Lifecycle != valkeyv1.LifecycleLeaving
+}
+
+// createObjects creates the node's ConfigMap, claim and pod, each unless it
+// exists; it returns the pod, nil when the cluster is gone.
+func (r *nodeReconciler) createObjects(ctx context.Context, node *valkeyv1.ValkeyNode) (*corev1.Pod, error) {
+	log := logf.FromContext(ctx)
+	var vc valkeyv1.ValkeyCluster
+	if err := r.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Spec.ClusterName}, &vc); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	rc := render.Cluster{Cluster: &vc, ClusterDomain: r.Options.ClusterDomain, DefaultZoneSpread: r.Options.DefaultZoneSpread}
+
+	cm, err := rc.NodeConfigMap(node)
+	if err != nil {
+		return nil, fmt.Errorf("rendering ConfigMap of node %s: %w", node.Name, err)
+	}
+	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
+	}
+	pvc, err := rc.NodeClaim(node)
+	if err != nil {
+		return nil, fmt.Errorf("rendering claim of node %s: %w", node.Name, err)
+	}
+	if pvc != nil {
+		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating PersistentVolumeClaim %s: %w", pvc.Name, err)
+		}
+	}
+	pod, err := rc.Pod(node)
+	if err != nil {
+		return nil, fmt.Errorf("rendering pod of node %s: %w", node.Name, err)
+	}
+	switch err := r.Create(ctx, pod); {
+	case err == nil:
+		log.Info("creating Pod for node")
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created pod %s", pod.Name)
+	case apierrors.IsAlreadyExists(err):
+	default:
+		return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	return pod, nil
+}
+
+// bringBack gives a persistent node its pod again: a pod that ended (an
+// eviction; a crash restarts in place) is deleted, a deleted one created
+// anew on the same claim. A pod still stopping is waited for: its delete
+// event brings the node back here.
+func (r *nodeReconciler) bringBack(ctx context.Context, node *valkeyv1.ValkeyNode) error {
+	var pod corev1.Pod
+	err := r.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Name}, &pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err := r.createObjects(ctx, node)
+		return err
+	case err != nil:
+		return fmt.Errorf("reading pod of node %s: %w", node.Name, err)
+	case pod.DeletionTimestamp.IsZero() && (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded):
+		if err := r.Delete(ctx, &pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ended pod of node %s: %w", node.Name, err)
+		}
+	}
+	return nil
 }
 
 // finalize deletes the node's pod and ConfigMap. Owner references would let

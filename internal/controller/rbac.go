@@ -39,6 +39,10 @@ package controller
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;delete
 //
+// A persistent node's claim is created with it and collected with it
+// (owner reference); the operator never reads it back:
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create
+//
 // The auth, ACL and node TLS Secrets, and the user's TLS Secret (get, read
 // around the cache, which holds only the operator's own Secrets); delete
 // only the copy of the operator's passwords once it has restored them:

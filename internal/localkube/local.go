@@ -76,8 +76,8 @@ func StartLocal(ctx context.Context, opts LocalOptions) (l *Local, err error) {
 		return nil, err
 	}
 	// Processes of an earlier run died with it (parent-death signal); their
-	// files did not.
-	for _, d := range []string{"pods", "controlplane"} {
+	// files did not. Its volumes went with its etcd, which knew them.
+	for _, d := range []string{"pods", "controlplane", "volumes"} {
 		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
 			return nil, err
 		}

@@ -178,6 +178,9 @@ type Runtime struct {
 	finished map[types.UID]bool // workers done; ignore late events until the object is gone
 	paused   map[string]bool
 	stopped  bool
+	// volumeHolders maps a persistent volume's directory to the pod that
+	// has it mounted.
+	volumeHolders map[string]*podWorker
 }
 
 // StartRuntime registers the nodes, starts watching pods and returns once
@@ -216,6 +219,8 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		workers:   map[types.UID]*podWorker{},
 		finished:  map[types.UID]bool{},
 		paused:    map[string]bool{},
+
+		volumeHolders: map[string]*podWorker{},
 	}
 	for i := range opts.Nodes {
 		name := fmt.Sprintf("%s%d", opts.NodeNamePrefix, i)
@@ -233,6 +238,9 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	if err := r.waitSchedulable(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startStorage(ctx, cs); err != nil {
 		return nil, err
 	}
 

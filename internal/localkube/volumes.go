@@ -185,6 +185,8 @@ func (w *podWorker) projectVolume(ctx context.Context, pod *corev1.Pod, v corev1
 	switch {
 	case v.EmptyDir != nil:
 		return os.MkdirAll(dir, 0o777)
+	case v.PersistentVolumeClaim != nil:
+		return w.mountClaim(ctx, v.Name, v.PersistentVolumeClaim.ClaimName)
 	case v.ConfigMap != nil:
 		err = w.configMapFiles(v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, modeOr(v.ConfigMap.DefaultMode, defaultFileMode), payload)
 	case v.Secret != nil:
@@ -211,7 +213,7 @@ func (w *podWorker) projectVolume(ctx context.Context, pod *corev1.Pod, v corev1
 			}
 		}
 	default:
-		return errors.New("volume type not supported by localkube (configMap, secret, emptyDir, downwardAPI and projected are)")
+		return errors.New("volume type not supported by localkube (configMap, secret, emptyDir, persistentVolumeClaim, downwardAPI and projected are)")
 	}
 	if err != nil {
 		return err

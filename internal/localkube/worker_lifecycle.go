@@ -197,6 +197,7 @@ func (w *podWorker) cleanup() {
 	if w.hasAddr {
 		w.r.addresses.release(w.addr)
 	}
+	w.r.releaseVolumes(w)
 	if err := os.RemoveAll(w.dir); err != nil {
 		w.r.log.Error(err, "removing pod dir", "dir", w.dir)
 	}

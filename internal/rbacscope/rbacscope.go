@@ -37,6 +37,7 @@ var Scopes = map[schema.GroupResource]Scope{
 	// A cluster's own objects, in its namespace.
 	{Group: "", Resource: "pods"}:                                      Watched,
 	{Group: "", Resource: "configmaps"}:                                Watched,
+	{Group: "", Resource: "persistentvolumeclaims"}:                    Watched,
 	{Group: "", Resource: "secrets"}:                                   Watched,
 	{Group: "", Resource: "services"}:                                  Watched,
 	{Group: "policy", Resource: "poddisruptionbudgets"}:                Watched,

@@ -34,7 +34,7 @@ func (c Cluster) NodeConfigMap(node *v1alpha1.ValkeyNode) (*corev1.ConfigMap, er
 // TLS mode.
 func (c Cluster) nodeSettings(node *v1alpha1.ValkeyNode) (map[string]string, error) {
 	tls := node.Spec.TLSSecret != ""
-	settings, err := settings(node.Spec.ValkeySettings, tls)
+	settings, err := settings(node.Spec.ValkeySettings, tls, node.Spec.Persistence)
 	if err != nil {
 		return nil, fmt.Errorf("settings of node %s/%s: %w", node.Namespace, node.Name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -26,10 +27,29 @@ var forcedAlways = []setting{
 	{"protected-mode", "no"},
 	{"aclfile", aclFilePath},
 	{"primaryuser", ReplicationUser},
-	// Data lives on an emptyDir and is gone with the pod, so a snapshot
-	// saves nothing, while its fork can double the memory of a node near
-	// its limit and get it OOM-killed.
+	// Without persistence data lives on an emptyDir and is gone with the
+	// pod, so a snapshot saves nothing, while its fork can double the
+	// memory of a node near its limit and get it OOM-killed. With it, the
+	// append-only file is the one copy on disk: a snapshot would only be a
+	// second, older one.
 	{"save", ""},
+}
+
+// forcedPersistence are applied after forcedAlways on a node that keeps its
+// data on a volume: every write goes to the append-only file in dir, which
+// is the volume, next to nodes.conf.
+func forcedPersistence(p *v1alpha1.NodePersistence) []setting {
+	if p == nil {
+		return nil
+	}
+	mode := p.Appendfsync
+	if mode == "" {
+		mode = v1alpha1.AppendFsyncEverysec
+	}
+	return []setting{
+		{"appendonly", "yes"},
+		{"appendfsync", string(mode)},
+	}
 }
 
 // defaults are directives a node gets when no config in the chain sets
@@ -65,7 +85,7 @@ const keyAnnounceHostname = "cluster-announce-hostname"
 // map and returns a new map, the value recorded in ValkeyNode.spec.valkeySettings.
 // Valkey directive names are case-insensitive, so a user key differing from
 // a forced one only in case is dropped rather than left to compete with it.
-func settings(user map[string]string, tls bool) (map[string]string, error) {
+func settings(user map[string]string, tls bool, p *v1alpha1.NodePersistence) (map[string]string, error) {
 	if err := validateSettings(user); err != nil {
 		return nil, err
 	}
@@ -74,6 +94,7 @@ func settings(user map[string]string, tls bool) (map[string]string, error) {
 		out = map[string]string{}
 	}
 	apply(out, forcedAlways)
+	apply(out, forcedPersistence(p))
 	if tls {
 		apply(out, forcedTLS)
 	}

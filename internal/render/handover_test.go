@@ -22,7 +22,7 @@ func TestSigtermFailoverFollowsTheVersion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
-			settings, err := settings(tt.user, false)
+			settings, err := settings(tt.user, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

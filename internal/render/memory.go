@@ -57,8 +57,8 @@ const (
 // from the container memory limit where the user set none. Without a limit
 // there is nothing to derive from and Valkey's defaults (no maxmemory, a
 // 256mb replica buffer) stay.
-func nodeSettings(user map[string]string, tls bool, memory string) (map[string]string, error) {
-	out, err := settings(user, tls)
+func nodeSettings(user map[string]string, tls bool, p *v1alpha1.NodePersistence, memory string) (map[string]string, error) {
+	out, err := settings(user, tls, p)
 	if err != nil {
 		return nil, err
 	}

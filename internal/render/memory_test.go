@@ -84,7 +84,7 @@ func TestMemorySafety(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := nodeSettings(tt.user, false, tt.memory)
+			got, err := nodeSettings(tt.user, false, nil, tt.memory)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestMemorySafety(t *testing.T) {
 			}
 		})
 	}
-	if _, err := nodeSettings(nil, false, "lots"); err == nil {
+	if _, err := nodeSettings(nil, false, nil, "lots"); err == nil {
 		t.Error("an unparsable memory limit was accepted")
 	}
 }
@@ -247,7 +247,7 @@ func TestMemoryHeadroom(t *testing.T) {
 // the default must never be reported as unsafe.
 func TestDerivedSettingsPassTheHeadroomCheck(t *testing.T) {
 	for _, memory := range []string{"16Mi", "40Mi", "100Mi", "127Mi", "128Mi", "129Mi", "1Gi", "3G", "64Gi"} {
-		derived, err := nodeSettings(nil, false, memory)
+		derived, err := nodeSettings(nil, false, nil, memory)
 		if err != nil {
 			t.Fatal(err)
 		}

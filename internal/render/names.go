@@ -39,6 +39,9 @@ func networkPolicyName(cluster string) string { return cluster + "-ingress" }
 // NodeConfigMapName holds one node's valkey.conf.
 func NodeConfigMapName(node string) string { return node + "-config" }
 
+// NodeClaimName is the PersistentVolumeClaim of a persistent node's data.
+func NodeClaimName(node string) string { return node + "-data" }
+
 // PodDisruptionBudgetName guards one shard.
 func PodDisruptionBudgetName(cluster string, shard int32) string {
 	return cluster + "-shard-" + strconv.Itoa(int(shard))

@@ -12,7 +12,8 @@ import (
 // NodeSpec is the spec every new node of the cluster gets at shard index
 // shard; compare it with existing nodes through Outdated.
 func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSpec, error) {
-	settings, err := nodeSettings(r.Valkey, c.tls(), r.Memory)
+	persistence := nodePersistence(r.Persistence)
+	settings, err := nodeSettings(r.Valkey, c.tls(), persistence, r.Memory)
 	if err != nil {
 		return v1alpha1.ValkeyNodeSpec{}, fmt.Errorf("settings of cluster %s/%s: %w", c.Cluster.Namespace, c.Cluster.Name, err)
 	}
@@ -25,6 +26,7 @@ func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSp
 		ValkeySettings: settings,
 		ShardIndex:     shard,
 		Placement:      c.Cluster.Spec.Placement.DeepCopy(),
+		Persistence:    persistence,
 		Lifecycle:      v1alpha1.LifecycleJoining,
 	}
 	if c.tls() {

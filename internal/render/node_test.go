@@ -31,7 +31,7 @@ func TestNode(t *testing.T) {
 			want: func(n *v1alpha1.ValkeyNode) {
 				n.Labels["valkey.gomomento.com/join-type"] = "shard"
 				n.Spec.TLSSecret = "my-cluster-node-tls"
-				n.Spec.ValkeySettings, _ = settings(testResolved.Valkey, true)
+				n.Spec.ValkeySettings, _ = settings(testResolved.Valkey, true, nil)
 				n.Spec.ValkeySettings["repl-diskless-sync-delay"] = "1"
 				n.Spec.ValkeySettings["client-output-buffer-limit"] = "replica 134217728 0 0"
 			},
@@ -64,7 +64,7 @@ func TestNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			settings, _ := settings(testResolved.Valkey, false)
+			settings, _ := settings(testResolved.Valkey, false, nil)
 			settings["repl-diskless-sync-delay"] = "1"
 			settings["client-output-buffer-limit"] = "replica 134217728 0 0"
 			want := &v1alpha1.ValkeyNode{

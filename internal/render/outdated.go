@@ -11,7 +11,8 @@ import (
 // Outdated says whether an existing node must be replaced to match desired,
 // and why, for the status message and the log. Only what a running node
 // cannot take in place counts: image, cpu, memory, valkey settings, zones
-// (as a set), nodeSelector and whether the pod runs the metrics exporter.
+// (as a set), nodeSelector, the volume (until claims are resized in place)
+// and whether the pod runs the metrics exporter.
 // zoneSpread, the exporter's image and pod annotations only affect pods
 // created later or are patched in place (a new operator release with
 // another exporter image must not roll every cluster); lifecycle is the
@@ -35,6 +36,9 @@ func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 	if key, ok := firstDifference(ep.NodeSelector, dp.NodeSelector); ok {
 		return true, fmt.Sprintf("nodeSelector %q changed", key)
 	}
+	if why, ok := persistenceChange(existing.Persistence, desired.Persistence); ok {
+		return true, why
+	}
 	switch had, wants := existing.ExporterImage != "", desired.ExporterImage != ""; {
 	case wants && !had:
 		return true, "metrics exporter enabled"
@@ -42,6 +46,24 @@ func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 		return true, "metrics exporter disabled"
 	}
 	return false, ""
+}
+
+func persistenceChange(a, b *v1alpha1.NodePersistence) (string, bool) {
+	switch {
+	case a == nil && b == nil:
+		return "", false
+	case a == nil:
+		return "persistence enabled", true
+	case b == nil:
+		return "persistence disabled", true
+	case !a.Size.Equal(b.Size):
+		return fmt.Sprintf("persistence size changed from %s to %s", a.Size.String(), b.Size.String()), true
+	case a.StorageClassName != b.StorageClassName:
+		return fmt.Sprintf("storage class changed from %q to %q", a.StorageClassName, b.StorageClassName), true
+	case a.Appendfsync != b.Appendfsync:
+		return fmt.Sprintf("appendfsync changed from %s to %s", a.Appendfsync, b.Appendfsync), true
+	}
+	return "", false
 }
 
 func orEmpty(p *v1alpha1.Placement) *v1alpha1.Placement {

@@ -84,7 +84,7 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 		Spec: corev1.PodSpec{
 			Hostname:                      node.Name,
 			Subdomain:                     serviceName(cluster),
-			RestartPolicy:                 corev1.RestartPolicyNever,
+			RestartPolicy:                 restartPolicy(node),
 			TerminationGracePeriodSeconds: ptr.To(terminationGracePeriodSeconds),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
@@ -245,7 +245,7 @@ func containerResources(cpu, memory string) (corev1.ResourceRequirements, error)
 func volumes(node *v1alpha1.ValkeyNode) []corev1.Volume {
 	cluster := node.Spec.ClusterName
 	vs := []corev1.Volume{
-		{Name: volumeData, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: volumeData, VolumeSource: dataVolume(node)},
 		{Name: volumeConfig, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: NodeConfigMapName(node.Name)},
 		}}},

@@ -45,7 +45,7 @@ func TestSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := settings(tt.user, tt.tls)
+			got, err := settings(tt.user, tt.tls, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestSettings(t *testing.T) {
 
 func TestSettingsDoesNotModifyItsInput(t *testing.T) {
 	user := map[string]string{"port": "7000"}
-	if _, err := settings(user, true); err != nil {
+	if _, err := settings(user, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(user) != 1 || user["port"] != "7000" {
@@ -120,7 +120,7 @@ func TestValkeyConf(t *testing.T) {
 			if !errors.As(err, &serr) || serr.Key != tt.errKey {
 				t.Fatalf("err = %v, want a settingError for %q", err, tt.errKey)
 			}
-			if _, err := settings(tt.settings, false); !errors.As(err, &serr) {
+			if _, err := settings(tt.settings, false, nil); !errors.As(err, &serr) {
 				t.Fatalf("settings accepted what valkeyConf refuses: %v", err)
 			}
 		})

@@ -44,6 +44,10 @@ type Result struct {
 	// none is.
 	Exporter bool
 
+	// Persistence is the first persistence set child to root, whole; nil
+	// when none is.
+	Persistence *v1alpha1.Persistence
+
 	// Chain is the config names, child to root.
 	Chain []string
 }
@@ -103,6 +107,13 @@ func Config(menu Menu, name string) (*Result, error) {
 	for _, cfg := range configs {
 		if e := cfg.Spec.Exporter; e != nil && e.Enabled != nil {
 			r.Exporter = *e.Enabled
+			break
+		}
+	}
+
+	for _, cfg := range configs {
+		if cfg.Spec.Persistence != nil {
+			r.Persistence = cfg.Spec.Persistence.DeepCopy()
 			break
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -205,6 +206,33 @@ func TestConfig(t *testing.T) {
 			want: &Result{
 				Image: "valkey/valkey:8.0.1", ImageName: "valkey-8", Version: "8.0.1", Valkey: map[string]string{},
 				Exporter: true, Chain: []string{"child", "root"},
+			},
+		},
+		{
+			name: "persistence inherited from the root",
+			configs: map[string]v1alpha1.ValkeyConfigSpec{
+				"child": {BaseRef: "root"},
+				"root":  {ImageRef: "valkey-8", Persistence: &v1alpha1.Persistence{Size: resource.MustParse("1Gi"), Appendfsync: v1alpha1.AppendFsyncAlways}},
+			},
+			start: "child",
+			want: &Result{
+				Image: "valkey/valkey:8.0.1", ImageName: "valkey-8", Version: "8.0.1", Valkey: map[string]string{},
+				Persistence: &v1alpha1.Persistence{Size: resource.MustParse("1Gi"), Appendfsync: v1alpha1.AppendFsyncAlways},
+				Chain:       []string{"child", "root"},
+			},
+		},
+		{
+			name: "persistence of the first config that sets it, whole",
+			configs: map[string]v1alpha1.ValkeyConfigSpec{
+				"child":  {BaseRef: "middle", Persistence: &v1alpha1.Persistence{Size: resource.MustParse("5Gi")}},
+				"middle": {BaseRef: "root", Persistence: &v1alpha1.Persistence{Size: resource.MustParse("1Gi"), StorageClassName: "fast", Appendfsync: v1alpha1.AppendFsyncAlways}},
+				"root":   {ImageRef: "valkey-8"},
+			},
+			start: "child",
+			want: &Result{
+				Image: "valkey/valkey:8.0.1", ImageName: "valkey-8", Version: "8.0.1", Valkey: map[string]string{},
+				Persistence: &v1alpha1.Persistence{Size: resource.MustParse("5Gi")},
+				Chain:       []string{"child", "middle", "root"},
 			},
 		},
 		{

@@ -152,8 +152,12 @@ const (
 	ReasonPrimaryLostNoReplica = "primary lost with no replica, forgetting it; a fresh primary takes its slots"
 	ReasonNodeSilent           = "waiting for node to answer"
 	ReasonMeet                 = "cluster meet issued"
-	ReasonCompletedJoin        = "completed join"
-	ReasonFormed               = "cluster formed, transitioning to Active"
+	// ReasonReaddress: members that kept their node IDs across new pods
+	// know each other only at their old addresses; each is met at the
+	// address it answers from now.
+	ReasonReaddress     = "meeting members at their new addresses"
+	ReasonCompletedJoin = "completed join"
+	ReasonFormed        = "cluster formed, transitioning to Active"
 )
 
 // Action is the planner's answer: exactly one of the payload pointers that

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 )
 
@@ -290,8 +291,8 @@ func (w *world) core() []*node {
 	return out
 }
 
-// met: n and every other core node know each other, by name too where a
-// node announces one.
+// met: n and every other core node know each other, each at the address
+// the other runs at now and by name too where a node announces one.
 func (w *world) met(n *node) bool {
 	if !n.live() {
 		return false
@@ -300,7 +301,7 @@ func (w *world) met(n *node) bool {
 		if o == n {
 			continue
 		}
-		if !o.knowsName(n) || !n.knowsName(o) {
+		if !o.knowsName(n) || !n.knowsName(o) || w.knowsAtOldAddress(o, n) || w.knowsAtOldAddress(n, o) {
 			return false
 		}
 	}
@@ -323,6 +324,31 @@ func (n *node) knowsName(o *node) bool {
 		return true
 	}
 	return n.peers[o.id].Hostname == o.View.Hostname
+}
+
+// knowsAtOldAddress: n knows live member o's node ID, but at another
+// address than the pod o answered from with that ID. Only a node that
+// kept its ID across a new pod (its nodes.conf on a volume) shows this;
+// until the address is corrected n cannot reach o, so o does not count as
+// met however long n has known its ID. Every node announces its pod IP
+// (cluster-announce-ip), so a current address is exactly the pod IP.
+func (w *world) knowsAtOldAddress(n, o *node) bool {
+	if !o.live() || o.View.ID == "" || o.Pod.IP == "" || w.byID[o.View.ID] != o {
+		return false
+	}
+	p := n.peers[o.View.ID]
+	return p != nil && !sameIP(p.IP, o.Pod.IP)
+}
+
+// sameIP compares two addresses as IPs, so the notations of one address
+// (an IPv6 one written two ways) are not taken for two addresses.
+func sameIP(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	return errX == nil && errY == nil && x.Unmap() == y.Unmap()
 }
 
 // connected: n and seed have at least started to know each other.

@@ -293,6 +293,7 @@ func waitGone(t testing.TB, ns, cluster string) {
 		lists := map[string]client.ObjectList{
 			"pods": &corev1.PodList{}, "configmaps": &corev1.ConfigMapList{}, "secrets": &corev1.SecretList{},
 			"services": &corev1.ServiceList{}, "valkeynodes": &valkeyv1.ValkeyNodeList{},
+			"persistentvolumeclaims": &corev1.PersistentVolumeClaimList{},
 		}
 		for kind, l := range lists {
 			opts := []client.ListOption{client.InNamespace(ns)}
@@ -325,6 +326,8 @@ func metaLen(l client.ObjectList) int {
 	case *corev1.ServiceList:
 		return len(v.Items)
 	case *valkeyv1.ValkeyNodeList:
+		return len(v.Items)
+	case *corev1.PersistentVolumeClaimList:
 		return len(v.Items)
 	}
 	return 0
