@@ -30,15 +30,7 @@ import (
 func TestPersistenceNodeComesBackWithItsData(t *testing.T) {
 	t.Parallel()
 	const ns = "persist-restart"
-	createNamespace(t, ns)
-	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
-		Valkey: map[string]string{"maxmemory": "64mb"},
-		Persistence: &valkeyv1.Persistence{
-			Size:        resource.MustParse("1Gi"),
-			Appendfsync: valkeyv1.AppendFsyncAlways,
-		},
-	})
-	key := newClusterWith(t, ns, "durable", cfg, 1, 0)
+	key := newDurableCluster(t, ns, 1, 0)
 	vc := getCluster(t, key)
 	node := vc.Status.ShardStatuses[0].Primary
 	ctx := context.Background()
@@ -146,15 +138,7 @@ func restarts(p *corev1.Pod) int32 {
 func TestPersistencePrimaryPodDeletedComesBackAsItself(t *testing.T) {
 	t.Parallel()
 	const ns = "persist-3x1"
-	createNamespace(t, ns)
-	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
-		Valkey: map[string]string{"maxmemory": "64mb"},
-		Persistence: &valkeyv1.Persistence{
-			Size:        resource.MustParse("1Gi"),
-			Appendfsync: valkeyv1.AppendFsyncAlways,
-		},
-	})
-	key := newClusterWith(t, ns, "durable", cfg, 3, 1)
+	key := newDurableCluster(t, ns, 3, 1)
 	vc := getCluster(t, key)
 	members := append([]string(nil), vc.Status.Nodes...)
 	node := vc.Status.ShardStatuses[0].Primary
@@ -218,15 +202,7 @@ func sorted(xs []string) []string {
 func TestPersistenceFullRestartReforms(t *testing.T) {
 	t.Parallel()
 	const ns = "persist-full-restart"
-	createNamespace(t, ns)
-	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
-		Valkey: map[string]string{"maxmemory": "64mb"},
-		Persistence: &valkeyv1.Persistence{
-			Size:        resource.MustParse("1Gi"),
-			Appendfsync: valkeyv1.AppendFsyncAlways,
-		},
-	})
-	key := newClusterWith(t, ns, "durable", cfg, 3, 1)
+	key := newDurableCluster(t, ns, 3, 1)
 	vc := getCluster(t, key)
 	members := sorted(vc.Status.Nodes)
 	ctx := context.Background()
@@ -427,4 +403,20 @@ func (h *activeHonesty) stop() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.lies)
+}
+
+// newDurableCluster creates namespace ns and in it the cluster "durable"
+// of the given shape on Valkey 8.0.1, with a 1Gi volume per node and
+// appendfsync always, so every acknowledged write is on its volume.
+func newDurableCluster(t *testing.T, ns string, shards, replicas int) client.ObjectKey {
+	t.Helper()
+	createNamespace(t, ns)
+	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
+		Valkey: map[string]string{"maxmemory": "64mb"},
+		Persistence: &valkeyv1.Persistence{
+			Size:        resource.MustParse("1Gi"),
+			Appendfsync: valkeyv1.AppendFsyncAlways,
+		},
+	})
+	return newClusterWith(t, ns, "durable", cfg, shards, replicas)
 }
