@@ -462,7 +462,7 @@ func newDurableCluster(t *testing.T, ns string, shards, replicas int) client.Obj
 }
 
 // newDurableClusterOn is newDurableCluster on another version or mode.
-func newDurableClusterOn(t *testing.T, ns, version string, mode valkeyv1.AppendFsync, shards, replicas int) client.ObjectKey {
+func newDurableClusterOn(t *testing.T, ns, version string, mode valkeyv1.AppendFsync, shards, replicas int, edits ...func(*valkeyv1.ValkeyClusterSpec)) client.ObjectKey {
 	t.Helper()
 	createNamespace(t, ns)
 	cfg := createConfig(t, menuConfigName(ns), version, valkeyv1.ValkeyConfigSpec{
@@ -472,5 +472,5 @@ func newDurableClusterOn(t *testing.T, ns, version string, mode valkeyv1.AppendF
 			Appendfsync: mode,
 		},
 	})
-	return newClusterWith(t, ns, "durable", cfg, shards, replicas)
+	return newClusterWith(t, ns, "durable", cfg, shards, replicas, edits...)
 }
