@@ -407,16 +407,18 @@ func (h *activeHonesty) stop() []string {
 
 // newDurableCluster creates namespace ns and in it the cluster "durable"
 // of the given shape on Valkey 8.0.1, with a 1Gi volume per node and
-// appendfsync always, so every acknowledged write is on its volume.
-func newDurableCluster(t *testing.T, ns string, shards, replicas int) client.ObjectKey {
+// appendfsync always, so every acknowledged write is on its volume. The
+// claims are of storageClass, or of the default class when it is empty.
+func newDurableCluster(t *testing.T, ns string, shards, replicas int, storageClass ...string) client.ObjectKey {
 	t.Helper()
 	createNamespace(t, ns)
+	p := &valkeyv1.Persistence{Size: resource.MustParse("1Gi"), Appendfsync: valkeyv1.AppendFsyncAlways}
+	if len(storageClass) > 0 {
+		p.StorageClassName = storageClass[0]
+	}
 	cfg := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
-		Valkey: map[string]string{"maxmemory": "64mb"},
-		Persistence: &valkeyv1.Persistence{
-			Size:        resource.MustParse("1Gi"),
-			Appendfsync: valkeyv1.AppendFsyncAlways,
-		},
+		Valkey:      map[string]string{"maxmemory": "64mb"},
+		Persistence: p,
 	})
 	return newClusterWith(t, ns, "durable", cfg, shards, replicas)
 }
