@@ -40,8 +40,11 @@ package controller
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;delete
 //
 // A persistent node's claim is created with it and collected with it
-// (owner reference); the operator never reads it back:
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create
+// (owner reference); its request is raised when persistence.size grows,
+// and the cluster watches its capacity follow. Whether its StorageClass
+// allows expansion is read around the cache, only when a claim is to grow:
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create;list;watch;patch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 //
 // The auth, ACL and node TLS Secrets, and the user's TLS Secret (get, read
 // around the cache, which holds only the operator's own Secrets); delete

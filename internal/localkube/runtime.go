@@ -28,6 +28,7 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
@@ -181,6 +182,8 @@ type Runtime struct {
 	// volumeHolders maps a persistent volume's directory to the pod that
 	// has it mounted.
 	volumeHolders map[string]*podWorker
+	// resizes are the claims whose expansion may have a step to take.
+	resizes workqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
 
 // StartRuntime registers the nodes, starts watching pods and returns once
@@ -272,6 +275,9 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		UpdateFunc: func(any, any) { r.namesChanged() },
 		DeleteFunc: func(any) { r.namesChanged() },
 	}); err != nil {
+		return nil, err
+	}
+	if err := r.startResizer(); err != nil {
 		return nil, err
 	}
 	r.factory.Start(r.ctx.Done())

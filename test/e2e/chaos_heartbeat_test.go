@@ -46,10 +46,9 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 	before := writeKeys(t, c, "before", 2000)
 	waitReplicated(t, c)
 
-	dkey := newDurableClusterOn(t, "chaos-heartbeat-durable", "8.0.1", valkeyv1.AppendFsyncAlways, 1, 2,
-		func(s *valkeyv1.ValkeyClusterSpec) {
-			s.Placement = &valkeyv1.Placement{ZoneSpread: valkeyv1.ZoneSpreadRequired}
-		})
+	dkey := newDurableCluster(t, "chaos-heartbeat-durable", 1, 2, withSpec(func(s *valkeyv1.ValkeyClusterSpec) {
+		s.Placement = &valkeyv1.Placement{ZoneSpread: valkeyv1.ZoneSpreadRequired}
+	}))
 	dc := clusterClient(t, seedOf(dkey), nil)
 	dbefore := writeKeys(t, dc, "durable-before", 1000)
 	waitReplicated(t, dc)
