@@ -44,6 +44,9 @@ type container struct {
 	probeCancel context.CancelFunc
 }
 
+// succeeded is an init container done: its last run exited 0.
+func (c *container) succeeded() bool { return c.term != nil && c.term.ExitCode == 0 }
+
 func (c *container) stopProbes() {
 	if c.probeCancel != nil {
 		c.probeCancel()
@@ -198,8 +201,7 @@ func (w *podWorker) startProcess(c *container, argv, env []string, logPath strin
 }
 
 // markStarted records a new run of c, keeping the one before as its last
-// termination. c.proc and c.logFile are set under w.mu: signals and log
-// reads from other goroutines use them.
+// termination.
 func (w *podWorker) markStarted(pod *corev1.Pod, c *container, p *process, restarts int32, logPath, program string, now time.Time) {
 	if c.term != nil {
 		c.last = c.term

@@ -25,7 +25,7 @@ func (w *podWorker) computePhase(pod *corev1.Pod, failedInit, deleting bool) cor
 	var running, waiting, stopped, succeeded, initPending int
 	for _, c := range w.ctrs {
 		if c.init {
-			if c.term == nil || c.term.ExitCode != 0 {
+			if !c.succeeded() {
 				initPending++
 			}
 			continue
@@ -180,7 +180,7 @@ func (w *podWorker) containerStatuses() containerStatusSummary {
 		st := w.containerStatus(c)
 		if c.init {
 			s.init = append(s.init, st)
-			if !(c.term != nil && c.term.ExitCode == 0) {
+			if !c.succeeded() {
 				s.initialized = false
 			}
 			continue
