@@ -41,7 +41,7 @@ const (
 // plain valkey-server with the same append-only settings on this machine:
 //
 //   - restart: a persistent cluster (3x1, 16x1) holding
-//     $VALKEY_BENCH_DURABLE_MB (1024) MB of ~10 KB values has every pod
+//     $VALKEY_BENCH_DURABLE_MB (1024) MiB of 10 KiB values has every pod
 //     deleted at once; the time to converged with every key is put beside
 //     a plain server's reload of one primary's share from its file;
 //   - writes: valkey-benchmark's SETs ($VALKEY_BENCH_DURABLE_REQUESTS,
@@ -56,7 +56,7 @@ func BenchmarkDurability(b *testing.B) {
 			for range b.N {
 				r := durableRestart(b, shards, 1, total)
 				ratio := r.Seconds / r.PlainLoadSeconds
-				b.Logf("%dx%d, %d MB (%d keys), appendfsync %s: converged with every key %.1fs after deleting every pod; plain valkey-server loads one primary's %d MB in %.2fs: %.1f×",
+				b.Logf("%dx%d, %d MiB (%d keys), appendfsync %s: converged with every key %.1fs after deleting every pod; plain valkey-server loads one primary's %d MiB in %.2fs: %.1f×",
 					r.Shards, r.Replicas, r.DataBytes>>20, r.Keys, r.Appendfsync, r.Seconds, r.DataBytes/int64(r.Shards)>>20, r.PlainLoadSeconds, ratio)
 				b.ReportMetric(r.Seconds, "s-to-converged")
 				b.ReportMetric(r.PlainLoadSeconds, "s-plain-load")
