@@ -457,6 +457,7 @@ func (h *activeHonesty) stop() []string {
 type durable struct {
 	version     string
 	persistence valkeyv1.Persistence
+	valkey      map[string]string
 	edits       []func(*valkeyv1.ValkeyClusterSpec)
 }
 
@@ -473,6 +474,16 @@ func onStorageClass(class string) durableOption {
 	return func(d *durable) { d.persistence.StorageClassName = class }
 }
 
+// withValkeySetting sets one entry of the config's valkey map, such as a
+// maxmemory large enough for a benchmark's data set.
+func withValkeySetting(key, value string) durableOption {
+	return func(d *durable) { d.valkey[key] = value }
+}
+
+func withVolumeSize(size resource.Quantity) durableOption {
+	return func(d *durable) { d.persistence.Size = size }
+}
+
 func withSpec(edit func(*valkeyv1.ValkeyClusterSpec)) durableOption {
 	return func(d *durable) { d.edits = append(d.edits, edit) }
 }
@@ -481,15 +492,16 @@ func withSpec(edit func(*valkeyv1.ValkeyClusterSpec)) durableOption {
 // of the given shape, with a 1Gi volume per node of the default class, on
 // Valkey 8.0.1 with appendfsync always (so every acknowledged write is on
 // its volume) unless opts say otherwise.
-func newDurableCluster(t *testing.T, ns string, shards, replicas int, opts ...durableOption) client.ObjectKey {
+func newDurableCluster(t testing.TB, ns string, shards, replicas int, opts ...durableOption) client.ObjectKey {
 	t.Helper()
-	d := durable{version: "8.0.1", persistence: valkeyv1.Persistence{Size: resource.MustParse("1Gi"), Appendfsync: valkeyv1.AppendFsyncAlways}}
+	d := durable{version: "8.0.1", persistence: valkeyv1.Persistence{Size: resource.MustParse("1Gi"), Appendfsync: valkeyv1.AppendFsyncAlways},
+		valkey: map[string]string{"maxmemory": "64mb"}}
 	for _, opt := range opts {
 		opt(&d)
 	}
 	createNamespace(t, ns)
 	cfg := createConfig(t, menuConfigName(ns), d.version, valkeyv1.ValkeyConfigSpec{
-		Valkey:      map[string]string{"maxmemory": "64mb"},
+		Valkey:      d.valkey,
 		Persistence: &d.persistence,
 	})
 	return newClusterWith(t, ns, "durable", cfg, shards, replicas, d.edits...)
