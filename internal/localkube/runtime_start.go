@@ -53,8 +53,8 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		defer r.wg.Done()
 		r.heartbeat(r.ctx)
 	}()
-	if opts.EtcHosts {
-		if r.hosts, err = r.startHostsWriter(opts.EtcHostsPath); err != nil {
+	if r.opts.EtcHosts {
+		if r.hosts, err = r.startHostsWriter(r.opts.EtcHostsPath); err != nil {
 			return nil, err
 		}
 	}
