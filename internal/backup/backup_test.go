@@ -170,3 +170,26 @@ func TestNext(t *testing.T) {
 		})
 	}
 }
+
+func TestKeyCount(t *testing.T) {
+	cases := []struct {
+		name    string
+		fields  map[string]string
+		want    int64
+		wantErr bool
+	}{
+		{name: "empty node", fields: nil, want: 0},
+		{name: "db0", fields: map[string]string{"db0": "keys=12,expires=3,avg_ttl=0"}, want: 12},
+		{name: "two databases", fields: map[string]string{"db0": "keys=1,expires=0", "db3": "keys=2,expires=0"}, want: 3},
+		{name: "unparsable", fields: map[string]string{"db0": "keys=x"}, wantErr: true},
+		{name: "no count", fields: map[string]string{"db0": "expires=3"}, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := KeyCount(tc.fields)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("KeyCount = %d, %v; want %d, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
