@@ -115,4 +115,3 @@ func freePort() (int, error) {
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
-
