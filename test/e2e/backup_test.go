@@ -46,7 +46,7 @@ type typedValue struct {
 // loads into a plain valkey-server and holds every key of its slots written
 // before the backup, with its type, value and TTL, and no key of another
 // shard's slots. A backup with credentials the store refuses then fails,
-// saying so.
+// saying so, and so does one whose endpoint does not answer.
 func TestBackupStreamsEveryShardToTheBucket(t *testing.T) {
 	t.Parallel()
 	store := s3test.Start(t)
@@ -55,6 +55,13 @@ func TestBackupStreamsEveryShardToTheBucket(t *testing.T) {
 	c := clusterClient(t, seedOf(key), nil)
 	data := writeTypedKeys(t, c, 3000)
 	load := startLoad(c, "backup-load")
+	// The backup starts while the load is writing, not before it has begun.
+	eventually(t, time.Minute, "the load writing", func() error {
+		if n := load.writes.Load(); n < 300 {
+			return fmt.Errorf("%d writes acknowledged", n)
+		}
+		return nil
+	})
 
 	createBackupCredentials(t, key.Namespace, "store-credentials", store.AccessKey, store.SecretKey)
 	b := createBackup(t, key.Namespace, "nightly", key.Name, "store-credentials", store.Endpoint, "team-a")
@@ -111,6 +118,23 @@ func TestBackupStreamsEveryShardToTheBucket(t *testing.T) {
 			t.Fatalf("phase %s, condition %+v, message %q", bad.Status.Phase, cond, bad.Status.Message)
 		}
 		t.Logf("refused: %s", bad.Status.Message)
+	})
+
+	t.Run("unreachable endpoint", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := "http://" + l.Addr().String()
+		_ = l.Close()
+		bad := createBackup(t, key.Namespace, "unreachable", key.Name, "store-credentials", closed, "")
+		bad = waitBackupFinal(t, client.ObjectKeyFromObject(bad))
+		cond := meta.FindStatusCondition(bad.Status.Conditions, valkeyv1.CondBackupComplete)
+		if bad.Status.Phase != valkeyv1.BackupFailed || cond == nil || cond.Reason != valkeyv1.ReasonBackupDestinationInvalid ||
+			!strings.Contains(bad.Status.Message, "checking bucket "+backupBucket+" at "+closed) {
+			t.Fatalf("phase %s, condition %+v, message %q", bad.Status.Phase, cond, bad.Status.Message)
+		}
+		t.Logf("unreachable: %s", bad.Status.Message)
 	})
 }
 
