@@ -29,6 +29,7 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/backup"
 	"github.com/gomomento/valkey-operator/internal/s3test"
+	"github.com/gomomento/valkey-operator/internal/testcerts"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -398,4 +399,28 @@ func getObject(t testing.TB, mc *minio.Client, object string) []byte {
 		t.Fatalf("reading %s: %v", object, err)
 	}
 	return b
+}
+
+// On a TLS cluster the snapshot connection is TLS too, verified like every
+// other connection of the operator; the file restores the keys.
+func TestBackupOfTLSCluster(t *testing.T) {
+	t.Parallel()
+	store := s3test.Start(t)
+	store.MakeBucket(t, backupBucket)
+	ca := testcerts.NewCA("backup-ca")
+	f := newTLSCluster(t, "backup-tls", ca, 1, 1)
+	c := clusterClient(t, f.service(), ca.CertPEM)
+	data := writeTypedKeys(t, c, 500)
+	createBackupCredentials(t, f.ns, "store-credentials", store.AccessKey, store.SecretKey)
+	b := createBackup(t, f.ns, "tls", f.name, "store-credentials", store.Endpoint, "")
+	b = waitBackupFinal(t, client.ObjectKeyFromObject(b))
+	if b.Status.Phase != valkeyv1.BackupCompleted || len(b.Status.Shards) != 1 {
+		t.Fatalf("backup %s with %d shards: %s", b.Status.Phase, len(b.Status.Shards), b.Status.Message)
+	}
+	s := b.Status.Shards[0]
+	rdb := getObject(t, store.Client(t), s.Object)
+	if sum := sha256.Sum256(rdb); hex.EncodeToString(sum[:]) != s.SHA256 {
+		t.Fatalf("object sha256 %x, status %s", sum, s.SHA256)
+	}
+	checkRestoredShard(t, c, rdb, parseRanges(t, s.Slots), data, typedKeySlots(t, c, data))
 }
