@@ -75,9 +75,13 @@ func SyncSnapshot(ctx context.Context, t Target) (*Snapshot, error) {
 		}
 	}
 	// rdb-only: the node sends the file and no replication stream after
-	// it, and does not count this connection as a replica.
+	// it. capa eof lets a node configured for diskless sync stream the
+	// file as it writes it, with nothing on its disk.
 	if err := roundTrip(conn, r, "REPLCONF", "rdb-only", "1"); err != nil {
 		return fail(fmt.Errorf("REPLCONF rdb-only: %w", err))
+	}
+	if err := roundTrip(conn, r, "REPLCONF", "capa", "eof"); err != nil {
+		return fail(fmt.Errorf("REPLCONF capa eof: %w", err))
 	}
 	if _, err := conn.Write(encodeCommand("SYNC")); err != nil {
 		return fail(fmt.Errorf("sending SYNC: %w", err))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -107,5 +108,46 @@ func TestSyncSnapshotRefusedWithoutGrant(t *testing.T) {
 	_, err := SyncSnapshot(testCtx(t), s.operatorTarget())
 	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Fatalf("error = %v, want a NOPERM refusal", err)
+	}
+}
+
+// A node lost mid-stream ends the snapshot with an error, in both forms,
+// never with a short file that reads as whole.
+func TestSyncSnapshotNodeLostMidStream(t *testing.T) {
+	for _, diskless := range []string{"no", "yes"} {
+		t.Run("diskless="+diskless, func(t *testing.T) {
+			s := startServer(t, valkeyArgv(t), "port", "repl-diskless-sync "+diskless, "repl-diskless-sync-delay 0", "enable-debug-command yes")
+			conn, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = conn.Close() }()
+			r := bufio.NewReader(conn)
+			if err := roundTrip(conn, r, "AUTH", moverUser, moverPassword); err != nil {
+				t.Fatal(err)
+			}
+			// Far more than the socket buffers hold, so the stream is cut.
+			_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+			if err := roundTrip(conn, r, "DEBUG", "POPULATE", "1000000", "lost", "64"); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := SyncSnapshot(testCtx(t), Target{Address: s.Addr(), Username: moverUser, Password: moverPassword})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = snap.Close() }()
+			if _, err := io.ReadFull(snap, make([]byte, 4096)); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(-s.pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			n, err := io.Copy(io.Discard, snap)
+			want := map[string]string{"no": "before the end of the file", "yes": "before the end-of-file mark"}[diskless]
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("after %d more bytes: error %v, want the stream reported cut (%q)", n, err, want)
+			}
+			t.Logf("cut after %d more bytes: %v", n, err)
+		})
 	}
 }
