@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the test control plane from the Go module proxy into bin/testbin/:
-# etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler, and the
+# S3-compatible server (versitygw) the backup tests write to.
 # Prebuilt envtest archives are not always reachable, so we compile the real
 # components ourselves. A build is reused when its stamp matches the versions.
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${TESTBIN_DIR:-$ROOT/bin/testbin}"
 STAMP="$OUT/.stamp"
@@ -18,15 +20,28 @@ have_all() {
   for c in "${COMPONENTS[@]}"; do [[ -x "$OUT/$c" ]] || return 1; done
 }
 
-if have_all; then
-  exit 0
-fi
-
 mkdir -p "$OUT"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 export GOFLAGS="-mod=mod"
 export CGO_ENABLED=0
+
+# versitygw has its own stamp, so adding it does not rebuild the control plane.
+S3_STAMP="$OUT/.stamp-versitygw"
+if [[ ! -f "$S3_STAMP" || "$(cat "$S3_STAMP")" != "versitygw=$VERSITYGW_VERSION" || ! -x "$OUT/versitygw" ]]; then
+  echo ">> building versitygw $VERSITYGW_VERSION" >&2
+  mkdir -p "$WORK/versitygw" && (
+    cd "$WORK/versitygw"
+    go mod init testbin/versitygw >/dev/null 2>&1
+    go get "github.com/versity/versitygw@$VERSITYGW_VERSION" >/dev/null
+    go build -trimpath -o "$OUT/versitygw" github.com/versity/versitygw/cmd/versitygw
+  )
+  echo "versitygw=$VERSITYGW_VERSION" >"$S3_STAMP"
+fi
+
+if have_all; then
+  exit 0
+fi
 
 echo ">> building etcd $ETCD_VERSION" >&2
 mkdir -p "$WORK/etcd" && cd "$WORK/etcd"

@@ -235,3 +235,26 @@ const (
 	CondPodCreated   = "PodCreated"
 	ReasonPodCreated = "Created"
 )
+
+// CondBackupComplete is the one condition of a ValkeyBackup: True once
+// the manifest is written, False with the reason the backup waits or
+// failed.
+const CondBackupComplete = "Complete"
+
+// Reasons of CondBackupComplete.
+const (
+	// ReasonBackupWaiting: the cluster exists but is not Active.
+	ReasonBackupWaiting = "ClusterNotActive"
+	// ReasonBackupClusterNotFound: spec.cluster names no ValkeyCluster.
+	ReasonBackupClusterNotFound = "ClusterNotFound"
+	// ReasonBackupDestinationInvalid: the credentials or CA Secret is
+	// missing or incomplete, or the store refused them or the bucket.
+	ReasonBackupDestinationInvalid = "DestinationInvalid"
+	// ReasonBackupSnapshotFailed: a shard's snapshot or the manifest could
+	// not be written (a node lost mid-stream, the store unreachable).
+	ReasonBackupSnapshotFailed = "SnapshotFailed"
+	// ReasonBackupRunning: every shard's snapshot is streaming.
+	ReasonBackupRunning = "Running"
+	// ReasonBackupCompleted: every shard and the manifest are written.
+	ReasonBackupCompleted = "Completed"
+)

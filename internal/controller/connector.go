@@ -122,16 +122,26 @@ func parsePins(v string) []string {
 // operatorPassword reads the password of the operator's system user from
 // the cluster's {cluster}-operator-auth Secret.
 func operatorPassword(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster) (string, error) {
+	passwords, err := clusterPasswords(ctx, c, vc)
+	if err != nil {
+		return "", err
+	}
+	return passwords.Operator, nil
+}
+
+// clusterPasswords reads the system users' passwords from the cluster's
+// {cluster}-operator-auth Secret.
+func clusterPasswords(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster) (render.Passwords, error) {
 	name := render.OperatorAuthSecretName(vc.Name)
 	var auth corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &auth); err != nil {
-		return "", fmt.Errorf("reading Secret %s: %w", name, err)
+		return render.Passwords{}, fmt.Errorf("reading Secret %s: %w", name, err)
 	}
 	passwords, err := render.PasswordsFromSecret(&auth)
 	if err != nil {
-		return "", fmt.Errorf("secret %s: %w", name, err)
+		return render.Passwords{}, fmt.Errorf("secret %s: %w", name, err)
 	}
-	return passwords.Operator, nil
+	return passwords, nil
 }
 
 // runningPods are the cluster's pods that can answer, sorted by name.

@@ -17,6 +17,10 @@ package controller
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=update;patch
 //
+// Backups: read, and their status written as each one runs:
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeybackups,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeybackups/status,verbs=update
+//
 // Metering records, one per cluster in the operator's namespace: created,
 // advanced and released, never deleted by the operator:
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeymeteringrecords,verbs=list;watch;create;patch

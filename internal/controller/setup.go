@@ -143,6 +143,9 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := setupAutoscaler(mgr, opts, nil); err != nil {
 		return err
 	}
+	if err := setupBackup(mgr, opts, nil); err != nil {
+		return err
+	}
 	return setupMetering(mgr, opts)
 }
 

@@ -26,6 +26,7 @@ var wantInstall = []string{
 	"ClusterRole/valkey-operator",
 	"ClusterRole/valkey-operator-metrics-reader",
 	"ClusterRoleBinding/valkey-operator",
+	"CustomResourceDefinition/valkeybackups.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyclusters.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyconfigs.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyimages.valkey.gomomento.com",

@@ -44,6 +44,7 @@ var Scopes = map[schema.GroupResource]Scope{
 	{Group: "networking.k8s.io", Resource: "networkpolicies"}:          Watched,
 	{Group: "valkey.gomomento.com", Resource: "valkeyclusters"}:        Watched,
 	{Group: "valkey.gomomento.com", Resource: "valkeynodes"}:           Watched,
+	{Group: "valkey.gomomento.com", Resource: "valkeybackups"}:         Watched,
 	{Group: "valkey.gomomento.com", Resource: "valkeymeteringrecords"}: Operator,
 	// Events go where the object they are about is: a cluster's in its
 	// namespace, a metering record's in the operator's.

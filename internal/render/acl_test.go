@@ -42,7 +42,7 @@ var (
 // systemLines are the documented system users (Valkey 9).
 func systemLines() string {
 	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set ~* +migrate +restore-asking +select +cluster|migrateslots +cluster|getslotmigrations +cluster|cancelslotmigrations\n" +
-		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels ~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping\n"
+		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels ~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping +sync\n"
 }
 
 func TestACLFile(t *testing.T) {
@@ -229,7 +229,7 @@ func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
 	const (
 		opBase     = "+cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set ~* +migrate +restore-asking +select"
 		opAtomic   = opBase + " +cluster|migrateslots +cluster|getslotmigrations +cluster|cancelslotmigrations"
-		replAtomic = "~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping"
+		replAtomic = "~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping +sync"
 	)
 	tests := []struct {
 		version  string
@@ -237,10 +237,10 @@ func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
 		repl     string // the _momento_repl grants
 		err      bool
 	}{
-		{version: "8.0.1", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping"},
-		{version: "8.0.2", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping"},
-		{version: "8.0.3", operator: opBase, repl: "+psync +replconf +ping"},
-		{version: "8.1.4", operator: opBase, repl: "+psync +replconf +ping"},
+		{version: "8.0.1", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping +sync"},
+		{version: "8.0.2", operator: opBase + " +acl|setuser +acl|deluser", repl: "+psync +replconf +ping +sync"},
+		{version: "8.0.3", operator: opBase, repl: "+psync +replconf +ping +sync"},
+		{version: "8.1.4", operator: opBase, repl: "+psync +replconf +ping +sync"},
 		{version: "9.0.0", operator: opAtomic, repl: replAtomic},
 		{version: "10.2.3", operator: opAtomic, repl: replAtomic},
 		{version: "", err: true},

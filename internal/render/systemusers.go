@@ -45,7 +45,10 @@ var operatorGrants = []string{
 // atomicMigrationGrants.
 var atomicOperatorGrants = []string{"+cluster|migrateslots", "+cluster|getslotmigrations", "+cluster|cancelslotmigrations"}
 
-var replicationGrants = []string{"+psync", "+replconf", "+ping"}
+// replicationGrants are what a replica sends its primary, and SYNC, with
+// which a backup asks a node for its RDB file (REPLCONF rdb-only first) as
+// valkey-cli --rdb does.
+var replicationGrants = []string{"+psync", "+replconf", "+ping", "+sync"}
 
 // exporterGrants are what redis_exporter reads on every scrape, and
 // nothing that returns a key, a value or a credential: no key pattern, no

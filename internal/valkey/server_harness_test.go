@@ -39,6 +39,8 @@ type testServer struct {
 	Dir     string
 	log     string
 	exited  chan struct{}
+	// pid is the server's process (and process group).
+	pid int
 }
 
 func (s *testServer) Addr() string { return net.JoinHostPort(s.IP, strconv.Itoa(s.Port)) }
@@ -107,6 +109,7 @@ func startServer(t *testing.T, argv []string, listen string, conf ...string) *te
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting valkey-server: %v", err)
 	}
+	s.pid = cmd.Process.Pid
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/backup"
+)
+
+// backupShards asks every running node of the cluster, concurrently, for
+// its own role, slots and replication link, and groups the nodes into
+// shards by the primary they serve or follow. A node that does not answer
+// is left out: a shard keeps its other nodes.
+func (r *backupReconciler) backupShards(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector) ([]backup.Shard, error) {
+	pods, err := runningPods(ctx, r.Client, vc)
+	if err != nil {
+		return nil, err
+	}
+	type seen struct {
+		member    backup.Member
+		id        string
+		primaryID string
+		shard     backup.Shard
+		err       error
+	}
+	views := make([]seen, len(pods))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		wg.Go(func() {
+			v := &views[i]
+			v.member = backup.Member{Name: pod.Name, IP: pod.Status.PodIP}
+			n, err := conn.dial(ctx, pod.Name, pod.Status.PodIP)
+			if err != nil {
+				v.err = err
+				return
+			}
+			defer n.Close()
+			nodes, err := n.ClusterNodes(ctx)
+			if err != nil {
+				v.err = fmt.Errorf("node %s: %w", pod.Name, err)
+				return
+			}
+			me, ok := nodes.Myself()
+			if !ok {
+				v.err = fmt.Errorf("node %s: CLUSTER NODES has no myself line", pod.Name)
+				return
+			}
+			v.id, v.primaryID = me.ID, me.PrimaryID
+			if me.IsPrimary() {
+				v.member.Primary = true
+				v.shard.Slots = me.Slots
+				return
+			}
+			repl, err := n.InfoReplication(ctx)
+			if err != nil {
+				v.err = fmt.Errorf("node %s: %w", pod.Name, err)
+				return
+			}
+			v.member.InSync = repl.LinkUp()
+		})
+	}
+	wg.Wait()
+	byPrimary := map[string]*backup.Shard{}
+	for _, v := range views {
+		if v.err == nil && v.member.Primary && len(v.shard.Slots) > 0 {
+			s := v.shard
+			s.Members = []backup.Member{v.member}
+			byPrimary[v.id] = &s
+		}
+	}
+	for _, v := range views {
+		if v.err == nil && !v.member.Primary {
+			if s, ok := byPrimary[v.primaryID]; ok {
+				s.Members = append(s.Members, v.member)
+			}
+		}
+	}
+	var out []backup.Shard
+	for _, s := range byPrimary {
+		out = append(out, *s)
+	}
+	shards, err := backup.Shards(out)
+	if err != nil {
+		for _, v := range views {
+			if v.err != nil {
+				return nil, fmt.Errorf("%w (and %w)", err, v.err)
+			}
+		}
+		return nil, err
+	}
+	return shards, nil
+}
