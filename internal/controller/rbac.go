@@ -39,9 +39,14 @@ package controller
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;delete
 //
-// A persistent node's claim is created with it and collected with it
-// (owner reference); the operator never reads it back:
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create
+// A persistent node's claim is created with its first pod and collected
+// with it (owner reference). It is read around the cache before the pod is
+// created again on it, and, while the node's pod does not run, so are the
+// claim's volume and the Kubernetes node the volume is pinned to: proof
+// that the node's data is gone for good:
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 //
 // The auth, ACL and node TLS Secrets, and the user's TLS Secret (get, read
 // around the cache, which holds only the operator's own Secrets); delete
