@@ -15,6 +15,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
 // A persistent 1x1 cluster under load loses its primary's disk: the claim
@@ -55,7 +56,7 @@ func TestPersistenceLostClaimFailsOverToReplica(t *testing.T) {
 	if got := vc.Status.ShardStatuses[0].Primary; got != heir {
 		t.Errorf("the primary is %s, want the former replica %s", got, heir)
 	}
-	assertEvent(t, key, "DeleteNode", "volume lost")
+	assertEvent(t, key, string(topology.KindDeleteNode), topology.ReasonVolumeLost+": "+lost)
 	if n := countEvents(t, key, valkeyv1.ReasonPrimaryLostNoReplica, ""); n > 0 {
 		t.Errorf("%d PrimaryLostNoReplica Events: the replica held every key", n)
 	}
@@ -89,7 +90,7 @@ func TestPersistenceLostClaimNoReplicaReportsLoss(t *testing.T) {
 	loseClaim(t, ns, lost)
 	vc = waitReplaced(t, key, lost, 1, 0)
 	assertDataLossReported(t, key, lost, slots)
-	assertEvent(t, key, "DeleteNode", "volume lost")
+	assertEvent(t, key, string(topology.KindDeleteNode), topology.ReasonVolumeLost+": "+lost)
 	for k := range gone {
 		if err := c.Do(context.Background(), c.B().Get().Key(k).Build()).Error(); !valkey.IsValkeyNil(err) {
 			t.Fatalf("GET %s of the lost volume: %v, want no such key", k, err)
