@@ -3,6 +3,7 @@
 //
 //	valkey-local up   [--dir DIR] [--projection-delay D] [--etc-hosts]
 //	valkey-local demo [--dir DIR] [--projection-delay D] [--etc-hosts]
+//	valkey-local operator [--dir DIR] [-- valkey-operator flags]
 package main
 
 import (
@@ -12,11 +13,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/localkube"
+	"github.com/gomomento/valkey-operator/internal/operatorcmd"
 	"github.com/gomomento/valkey-operator/internal/playground"
 )
 
@@ -29,11 +33,16 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: valkey-local up|demo [--dir DIR] [--projection-delay D] [--etc-hosts]")
-	fmt.Fprintln(os.Stderr, "  up    the control plane and the node runtime")
-	fmt.Fprintln(os.Stderr, "  demo  the same, plus the operator and the sample TLS cluster")
+	fmt.Fprintln(os.Stderr, "       valkey-local operator [--dir DIR] [-- valkey-operator flags]")
+	fmt.Fprintln(os.Stderr, "  up        the control plane and the node runtime")
+	fmt.Fprintln(os.Stderr, "  demo      the same, plus the operator and the sample TLS cluster")
+	fmt.Fprintln(os.Stderr, "  operator  the operator alone, as its own process, for the pods of an `up` in DIR")
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "operator" {
+		return operator(args[1:])
+	}
 	if len(args) == 0 || (args[0] != "up" && args[0] != "demo") {
 		usage()
 		return errors.New("unknown or missing command")
@@ -67,4 +76,29 @@ func run(args []string) error {
 		EtcHosts:        *etcHosts,
 		Log:             log,
 	})
+}
+
+// operator runs valkey-operator with its flags against the cluster that
+// `valkey-local up` runs in dir: the apiserver of dir/kubeconfig (unless
+// KUBECONFIG says otherwise), and the pods' files where the runtime keeps
+// them, so that it can be stopped, killed and restarted on its own.
+func operator(args []string) error {
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	dir := fs.String("dir", ".local", "the directory of the `valkey-local up` to run against")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if os.Getenv("KUBECONFIG") == "" {
+		if err := os.Setenv("KUBECONFIG", filepath.Join(abs, "kubeconfig")); err != nil {
+			return err
+		}
+	}
+	if code := operatorcmd.Run(fs.Args(), controller.Runtime{NodePath: localkube.HostPathsUnder(abs)}); code != 0 {
+		os.Exit(code)
+	}
+	return nil
 }

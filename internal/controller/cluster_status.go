@@ -117,7 +117,7 @@ func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.Sta
 		vc.Status.TargetSpec = nil
 	}
 	ready := a.Done()
-	setCondition(vc, valkeyv1.CondReady, boolStatus(ready), readyReason(ready), readyMessage(vc, a))
+	setCondition(vc, valkeyv1.CondReady, boolStatus(ready), readyReason(ready, state, a), readyMessage(vc, a))
 	progressing := !a.Done()
 	msg := "cluster matches its spec"
 	reason := valkeyv1.ReasonConverged
@@ -146,11 +146,17 @@ func degraded(state topology.State, a topology.Action, primaries, shards int) (m
 	return metav1.ConditionFalse, valkeyv1.ReasonHealthy, "every shard has a healthy primary and its replicas"
 }
 
-func readyReason(ready bool) string {
-	if ready {
+// readyReason names why a cluster is not ready: bootstrapping only while
+// it is being created, else what the planner is doing about it (a formed
+// cluster waiting for a pod is not bootstrapping).
+func readyReason(ready bool, state topology.State, a topology.Action) string {
+	switch {
+	case ready:
 		return valkeyv1.ReasonFormed
+	case state == topology.StateCreating:
+		return valkeyv1.ReasonBootstrapping
 	}
-	return valkeyv1.ReasonBootstrapping
+	return actionReason(a)
 }
 
 func readyMessage(vc *valkeyv1.ValkeyCluster, a topology.Action) string {

@@ -135,3 +135,30 @@ func TestApplyPlanDegraded(t *testing.T) {
 		})
 	}
 }
+
+// Ready=False names the reason: Bootstrapping only while the cluster is
+// being created; a formed cluster says what the planner is doing about it.
+func TestReadyReason(t *testing.T) {
+	repair := topology.Action{Kind: topology.KindFailover, Tier: topology.TierStability, Reason: "primary lost", Detail: "c-00000"}
+	wait := topology.Action{Kind: topology.KindWait, Tier: topology.TierStability, Reason: topology.ReasonUnschedulable, Detail: "c-00001"}
+	create := topology.Action{Kind: topology.KindCreateNode, Tier: topology.TierBootstrap, Reason: "creating node"}
+	for _, tt := range []struct {
+		name  string
+		ready bool
+		state topology.State
+		lead  topology.Action
+		want  string
+	}{
+		{"formed and done", true, topology.StateActive, topology.Action{Kind: topology.KindDone}, valkeyv1.ReasonFormed},
+		{"being created", false, topology.StateCreating, create, valkeyv1.ReasonBootstrapping},
+		{"formed, a repair", false, topology.StateUpdating, repair, actionReason(repair)},
+		{"formed, a pod that cannot be scheduled", false, topology.StateUpdating, wait, actionReason(wait)},
+	} {
+		if got := readyReason(tt.ready, tt.state, tt.lead); got != tt.want {
+			t.Errorf("%s: Ready reason %q, want %q", tt.name, got, tt.want)
+		}
+		if !tt.ready && tt.state != topology.StateCreating && readyReason(tt.ready, tt.state, tt.lead) == valkeyv1.ReasonBootstrapping {
+			t.Errorf("%s: a formed cluster says Bootstrapping", tt.name)
+		}
+	}
+}

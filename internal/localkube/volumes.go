@@ -48,8 +48,9 @@ func (w *podWorker) volumeDir(name string) string {
 	return filepath.Join(w.dir, "volumes", name)
 }
 
-// buildPaths maps every container's mount paths to the pod's volume dirs.
-func (w *podWorker) buildPaths(pod *corev1.Pod) {
+// buildPaths maps every container's mount paths to the pod's volume dirs,
+// and writes the map where a process other than this runtime can read it.
+func (w *podWorker) buildPaths(pod *corev1.Pod) error {
 	per := map[string]pathMap{}
 	union := map[string]string{}
 	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
@@ -71,6 +72,7 @@ func (w *podWorker) buildPaths(pod *corev1.Pod) {
 	w.ctrPaths = per
 	w.paths = newPathMap(union)
 	w.mu.Unlock()
+	return writeMounts(w.dir, union)
 }
 
 func (w *podWorker) lookupSource(key sourceKey) any {
@@ -89,7 +91,9 @@ func (w *podWorker) lookupSource(key sourceKey) any {
 
 // mountAll projects every volume from the current state of its sources.
 func (w *podWorker) mountAll(ctx context.Context, pod *corev1.Pod) error {
-	w.buildPaths(pod)
+	if err := w.buildPaths(pod); err != nil {
+		return err
+	}
 	// The caches already hold everything queued so far; later changes
 	// queue again and arrive with the delay.
 	w.mu.Lock()

@@ -39,6 +39,13 @@ func TestSecretUpdateIsAtomicAndDelayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A process apart from the runtime finds the same file.
+	if apart, err := HostPathsUnder(testRT.BaseDir())(ns, "reader", "/etc/demo/data.txt"); err != nil || apart != path {
+		t.Errorf("HostPathsUnder = %q, %v; want %q as HostPath says", apart, err, path)
+	}
+	if _, err := HostPathsUnder(testRT.BaseDir())(ns, "reader", "/elsewhere/data.txt"); err == nil {
+		t.Error("HostPathsUnder mapped a path under no mount")
+	}
 	volDir := filepath.Dir(path)
 	if l, err := os.Readlink(path); err != nil || l != "..data/data.txt" {
 		t.Errorf("data.txt -> %q, %v; want ..data/data.txt", l, err)

@@ -2,9 +2,7 @@ package localkube
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -106,7 +104,7 @@ func newPodWorker(r *Runtime, pod *corev1.Pod) *podWorker {
 		created: time.Now(),
 		latest:  pod,
 		refs:    podSources(pod),
-		dir:     filepath.Join(r.opts.BaseDir, "pods", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, uid)),
+		dir:     podDir(r.opts.BaseDir, pod.Namespace, pod.Name, string(uid)),
 		wake:    make(chan struct{}, 1),
 		events:  make(chan event, 16),
 		visible: map[sourceKey]any{},

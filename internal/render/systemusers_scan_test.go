@@ -21,12 +21,12 @@ const (
 )
 
 // operatorPackages are the packages whose calls to a valkey.Node are the
-// operator's: its controllers and its main. Tests connect as other users;
+// operator's: its controllers and its command line. Tests connect as other users;
 // any other package that starts talking to Valkey fails the test until it
 // is listed here or in otherClients.
 var operatorPackages = []string{
 	"github.com/gomomento/valkey-operator/internal/controller",
-	"github.com/gomomento/valkey-operator/cmd/valkey-operator",
+	"github.com/gomomento/valkey-operator/internal/operatorcmd",
 }
 
 // otherClients are packages that talk to Valkey as a user of their own.

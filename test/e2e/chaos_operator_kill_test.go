@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -9,11 +10,15 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/testcerts"
+	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -35,6 +40,11 @@ type killedStep struct {
 	toShards, toReplicas int
 	// done checks what else the step promises once converged.
 	done func(t testing.TB, s *killedStep)
+	// ca, when set, serves the cluster with TLS: a leaf it signed.
+	ca *testcerts.CA
+	// started, when set, tells that the step's first action was taken, for
+	// a step that records no Event of its own when it starts.
+	started func(t testing.TB, s *killedStep) bool
 
 	key      client.ObjectKey
 	c        valkey.Client
@@ -43,6 +53,16 @@ type killedStep struct {
 	seen     int
 	nodes    []string
 	password render.Passwords
+	tls      *tlsFixture
+	next     *testcerts.LeafCert
+}
+
+// underWay tells whether the step's first action has been taken.
+func (s *killedStep) underWay(t testing.TB) bool {
+	if s.started != nil {
+		return s.started(t, s)
+	}
+	return countEvents(t, s.key, s.event, s.note) > s.seen
 }
 
 func resize(shards, replicas int) func(testing.TB, *killedStep) {
@@ -53,8 +73,9 @@ func resize(shards, replicas int) func(testing.TB, *killedStep) {
 	}
 }
 
-// The operator, run as its own process the way its Deployment runs it, is
-// killed with SIGKILL in the middle of a step (no deferred cleanup, no
+// The operator, run as its own process the way its Deployment runs it (as
+// `valkey-local operator`, so that TLS reloads find the local runtime's
+// files), is killed with SIGKILL in the middle of a step (no deferred cleanup, no
 // lease released), and a new process carries on from what the API and
 // Valkey hold: the step completes, the shape converges, and every key
 // written before and every write acknowledged meanwhile is read back.
@@ -63,7 +84,7 @@ func resize(shards, replicas int) func(testing.TB, *killedStep) {
 // for those still to start, so each kill lands in one step or several.
 // Not parallel: it stops the operator every other test relies on.
 func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
-	bin, kubeconfig := operatorProcessesInstead(t)
+	bin, kubeconfig := operatorProcessesInstead(t, localOperator)
 	const leaseNS = "opkill-operator"
 	createNamespace(t, leaseNS)
 	op := startOperatorProcess(t, bin, kubeconfig, leaseNS, "first")
@@ -112,6 +133,27 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 			begin: func(t testing.TB, s *killedStep) { requestRotation(t, s.key, "opkill") },
 			event: valkeyv1.ReasonCredentialsSwitched, toShards: 1, toReplicas: 1,
 			done: func(t testing.TB, s *killedStep) { waitRotated(t, s.key, "opkill", s.password) }},
+		{what: "a TLS rotation", ns: "opkill-tls", version: "8.0.1", shards: 1, replicas: 1, ca: testcerts.NewCA("opkill-ca"),
+			begin: func(t testing.TB, s *killedStep) {
+				s.next = testcerts.Leaf(s.ca, s.key.Name, s.ns, clusterDomain)
+				s.tls.rotate(s.next, s.ca.CertPEM)
+			},
+			// The copy the nodes mount holds the new leaf: the nodes are
+			// about to see it, and nothing has reloaded it yet.
+			started: func(t testing.TB, s *killedStep) bool {
+				var copied corev1.Secret
+				err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: render.NodeTLSSecretName(s.key.Name)}, &copied)
+				return err == nil && bytes.Equal(copied.Data[tlssecret.KeyCert], s.next.CertPEM)
+			},
+			toShards: 1, toReplicas: 1,
+			done: func(t testing.TB, s *killedStep) {
+				s.tls.waitServing(s.ca.CertPEM, s.next, 2*time.Minute)
+				s.tls.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent, "", time.Minute)
+				s.tls.waitEvent(corev1.EventTypeNormal, valkeyv1.ReasonRotationComplete, tlssecret.Fingerprint(s.next.Cert.Raw)[:16], time.Minute)
+				if got := s.nodes; !slices.Equal(got, getCluster(t, s.key).Status.Nodes) {
+					t.Errorf("%s replaced nodes: before %v, after %v", s.what, got, getCluster(t, s.key).Status.Nodes)
+				}
+			}},
 	}
 
 	start := time.Now()
@@ -121,11 +163,24 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 		if s.version != "8.0.1" {
 			config = createACLMenu(t, s.ns, s.version)
 		}
-		s.key = createCluster(t, s.ns, "cache", config, s.shards, s.replicas)
+		if s.ca == nil {
+			s.key = createCluster(t, s.ns, "cache", config, s.shards, s.replicas)
+			continue
+		}
+		s.tls = &tlsFixture{t: t, ns: s.ns, name: "cache", secret: "cache-tls", leaf: testcerts.Leaf(s.ca, "cache", s.ns, clusterDomain)}
+		if err := k8sClient.Create(context.Background(), testcerts.Secret(s.tls.secret, s.ns, s.tls.leaf)); err != nil {
+			t.Fatal(err)
+		}
+		s.key = createCluster(t, s.ns, "cache", config, s.shards, s.replicas, withTLS(s.tls.secret))
+		s.tls.key = s.key
 	}
 	for _, s := range steps {
 		waitConverged(t, s.key, s.shards, s.replicas, 5*time.Minute)
-		s.c = clusterClient(t, seedOf(s.key), nil)
+		var caPEM []byte
+		if s.ca != nil {
+			caPEM = s.ca.CertPEM
+		}
+		s.c = clusterClient(t, seedOf(s.key), caPEM)
 		s.before = writeKeys(t, s.c, "before", 3000)
 		waitReplicated(t, s.c)
 		s.nodes = getCluster(t, s.key).Status.Nodes
@@ -136,14 +191,16 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 	start = time.Now()
 	for _, s := range steps {
 		s.load = startLoad(s.c, "during")
-		s.seen = countEvents(t, s.key, s.event, s.note)
+		if s.event != "" {
+			s.seen = countEvents(t, s.key, s.event, s.note)
+		}
 		s.begin(t, s)
 	}
 	pending := slices.Clone(steps)
 	for round := 0; len(pending) > 0; round++ {
 		eventually(t, 4*time.Minute, "the first action of "+whatOf(pending), func() error {
 			for _, s := range pending {
-				if countEvents(t, s.key, s.event, s.note) > s.seen {
+				if s.underWay(t) {
 					return nil
 				}
 			}
@@ -157,7 +214,7 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 		// there now was under way when it died.
 		var hit []string
 		pending = slices.DeleteFunc(pending, func(s *killedStep) bool {
-			if countEvents(t, s.key, s.event, s.note) == s.seen {
+			if !s.underWay(t) {
 				return false
 			}
 			vc := getCluster(t, s.key)

@@ -56,11 +56,14 @@ func newClusterWith(t testing.TB, ns, name, config string, shards, replicas int)
 // createCluster creates a plaintext cluster of the config in an existing
 // namespace, deleted when the test ends, without waiting for it: clusters
 // created together form together.
-func createCluster(t testing.TB, ns, name, config string, shards, replicas int) client.ObjectKey {
+func createCluster(t testing.TB, ns, name, config string, shards, replicas int, edits ...func(*valkeyv1.ValkeyClusterSpec)) client.ObjectKey {
 	t.Helper()
 	vc := &valkeyv1.ValkeyCluster{}
 	vc.Namespace, vc.Name = ns, name
 	vc.Spec = valkeyv1.ValkeyClusterSpec{ConfigRef: config, Shards: int32(shards), ReplicasPerShard: int32(replicas)}
+	for _, edit := range edits {
+		edit(&vc.Spec)
+	}
 	if err := k8sClient.Create(context.Background(), vc); err != nil {
 		t.Fatal(err)
 	}
@@ -119,18 +122,15 @@ func newTLSCluster(t testing.TB, ns string, ca *testcerts.CA, shards, replicas i
 	if err := k8sClient.Create(ctx, testcerts.Secret(f.secret, ns, f.leaf)); err != nil {
 		t.Fatal(err)
 	}
-	vc := &valkeyv1.ValkeyCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name},
-		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: cfg, Shards: int32(shards), ReplicasPerShard: int32(replicas),
-			TLS: &valkeyv1.TLSSpec{SecretRef: f.secret}},
-	}
-	if err := k8sClient.Create(ctx, vc); err != nil {
-		t.Fatal(err)
-	}
-	deleteAtEnd(t, vc)
+	createCluster(t, ns, f.name, cfg, shards, replicas, withTLS(f.secret))
 	waitActive(t, f.key, shards, replicas, 5*time.Minute)
 	f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent, "", time.Minute)
 	return f
+}
+
+// withTLS serves the cluster with the certificate in Secret secret.
+func withTLS(secret string) func(*valkeyv1.ValkeyClusterSpec) {
+	return func(s *valkeyv1.ValkeyClusterSpec) { s.TLS = &valkeyv1.TLSSpec{SecretRef: secret} }
 }
 
 func (f *tlsFixture) service() string {

@@ -316,6 +316,24 @@ func checkAll(t testing.TB, c valkey.Client, want map[string]string) {
 	})
 }
 
+// lostOf reads every key of want back once and returns those that do not
+// hold their value, sorted.
+func lostOf(t testing.TB, c valkey.Client, want map[string]string) []string {
+	t.Helper()
+	var lost []string
+	for k, v := range want {
+		got, err := c.Do(context.Background(), c.B().Get().Key(k).Build()).ToString()
+		if err != nil && !valkey.IsValkeyNil(err) {
+			t.Fatalf("GET %s: %v", k, err)
+		}
+		if got != v {
+			lost = append(lost, k)
+		}
+	}
+	sort.Strings(lost)
+	return lost
+}
+
 // assertEvenSlots checks from the nodes themselves that the primaries
 // serve all 16384 slots between them, each within one batch of the others.
 func assertEvenSlots(t testing.TB, ns string, vc *valkeyv1.ValkeyCluster, shards int) {

@@ -23,7 +23,7 @@ import (
 // stops, the other takes over and carries on with the same clusters.
 // Not parallel: it stops the operator every other test relies on.
 func TestLeaderElectionTwoReplicas(t *testing.T) {
-	bin, kubeconfig := operatorProcessesInstead(t)
+	bin, kubeconfig := operatorProcessesInstead(t, shippedOperator)
 	// The Lease lives in the operator's namespace, the cluster in its own.
 	const leaseNS, ns = "leader-operator", "leader"
 	createNamespace(t, leaseNS)
@@ -71,12 +71,31 @@ func TestLeaderElectionTwoReplicas(t *testing.T) {
 	}
 }
 
+// operatorBuild says which command runs the operator as a process.
+type operatorBuild int
+
+const (
+	// shippedOperator is cmd/valkey-operator as the image ships it: its
+	// TLS reloads name the certificate paths inside a pod, which a node
+	// of the local runtime does not see.
+	shippedOperator operatorBuild = iota
+	// localOperator is `valkey-local operator`: the same controllers, told
+	// where the local runtime keeps each pod's files, so it can run TLS
+	// clusters here too.
+	localOperator
+)
+
 // operatorProcessesInstead stops the suite's in-process operator, which
-// would reconcile too, until the test ends, and returns the operator
-// binary and a kubeconfig to run it as processes with.
-func operatorProcessesInstead(t testing.TB) (bin, kubeconfig string) {
+// would reconcile too, until the test ends, and returns the command line
+// that runs the operator as a process and a kubeconfig for it.
+func operatorProcessesInstead(t testing.TB, build operatorBuild) (argv []string, kubeconfig string) {
 	t.Helper()
-	bin = buildOperatorBinary(t)
+	switch build {
+	case localOperator:
+		argv = []string{buildCommand(t, "valkey-local"), "operator", "--dir", local.Runtime.BaseDir(), "--"}
+	default:
+		argv = []string{buildOperatorBinary(t)}
+	}
 	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
 	if err := local.ControlPlane.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
@@ -88,17 +107,23 @@ func operatorProcessesInstead(t testing.TB) (bin, kubeconfig string) {
 			t.Fatalf("restarting the suite's operator: %v", err)
 		}
 	})
-	return bin, kubeconfig
+	return argv, kubeconfig
 }
 
 // buildOperatorBinary builds cmd/valkey-operator as the image ships it.
 func buildOperatorBinary(t testing.TB) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "valkey-operator")
-	cmd := exec.Command("go", "build", "-o", out, "../../cmd/valkey-operator")
+	return buildCommand(t, "valkey-operator")
+}
+
+// buildCommand builds cmd/<name>.
+func buildCommand(t testing.TB, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", out, "../../cmd/"+name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the operator: %v\n%s", err, b)
+		t.Fatalf("building %s: %v\n%s", name, err, b)
 	}
 	return out
 }
@@ -111,7 +136,7 @@ type operatorProcess struct {
 }
 
 // startOperatorProcess runs one replica of the operator Deployment.
-func startOperatorProcess(t testing.TB, bin, kubeconfig, ns, name string) *operatorProcess {
+func startOperatorProcess(t testing.TB, argv []string, kubeconfig, ns, name string) *operatorProcess {
 	t.Helper()
 	p := &operatorProcess{name: name, metrics: freeAddr(t), log: filepath.Join(t.TempDir(), name+".log")}
 	logFile, err := os.Create(p.log)
@@ -120,10 +145,10 @@ func startOperatorProcess(t testing.TB, bin, kubeconfig, ns, name string) *opera
 	}
 	// The test reads the replicas' metrics as plain HTTP; that metrics
 	// are only served to authorized callers is internal/controller's test.
-	p.cmd = exec.Command(bin, "--leader-elect", "--leader-election-namespace", ns,
+	p.cmd = exec.Command(argv[0], append(argv[1:], "--leader-elect", "--leader-election-namespace", ns,
 		"--metrics-bind-address", p.metrics, "--metrics-secure=false", "--health-probe-bind-address", freeAddr(t),
 		// The kubelet here projects a changed Secret within projectionDelay.
-		"--credentials-settle", (2 * projectionDelay).String())
+		"--credentials-settle", (2*projectionDelay).String())...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
