@@ -116,8 +116,9 @@ func (r *nodeReconciler) createObjects(ctx context.Context, node *valkeyv1.Valke
 // event brings the node back here. The claim is never created again: one
 // gone since the first pod took the node's data with it, and a new, empty
 // one would bring the node back without its keys or identity, a loss
-// nobody is told of. Its pod waits unschedulable instead, and the cluster
-// controller, on proof, gives the node up (topology.VolumeLost).
+// nobody is told of. Without a usable claim the node gets no pod; it
+// stays pending until the cluster controller, on proof, gives it up
+// (topology.VolumeLost).
 func (r *nodeReconciler) bringBack(ctx context.Context, node *valkeyv1.ValkeyNode) error {
 	var pod corev1.Pod
 	err := r.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Name}, &pod)
