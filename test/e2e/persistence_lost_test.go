@@ -113,6 +113,70 @@ func TestPersistenceLostClaimNoReplicaReportsLoss(t *testing.T) {
 	assertClaimsOfMembersOnly(t, key)
 }
 
+// A persistent 1x1 cluster loses its replica's volume: the volume is
+// deleted out from under its claim (its protection finalizer removed, as a
+// failed disk's volume is cleaned up by hand), then the replica's pod. The
+// claim says Lost, or names a volume that does not exist: the replica is
+// forgotten and replaced by a new node on a claim of its own, and the
+// primary, untouched, keeps every acknowledged write.
+func TestPersistenceLostVolumeOfReplicaIsReplaced(t *testing.T) {
+	t.Parallel()
+	const ns = "persist-lost-volume"
+	key := newDurableCluster(t, ns, 1, 1)
+	vc := getCluster(t, key)
+	primary := vc.Status.ShardStatuses[0].Primary
+	lost := ""
+	for _, n := range vc.Status.Nodes {
+		if n != primary {
+			lost = n
+		}
+	}
+	c := clusterClient(t, seedOf(key), nil)
+	load := startLoad(c, "lost-volume")
+	eventually(t, 30*time.Second, "writes acknowledged before the loss", func() error {
+		if n := load.writes.Load(); n < 200 {
+			return fmt.Errorf("%d writes so far", n)
+		}
+		return nil
+	})
+
+	ctx := context.Background()
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: claimOf(t, ns, lost).Spec.VolumeName}}
+	if err := k8sClient.Delete(ctx, pv); err != nil {
+		t.Fatalf("deleting volume %s: %v", pv.Name, err)
+	}
+	eventually(t, time.Minute, "volume "+pv.Name+" gone", func() error {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pv), pv)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(pv.Finalizers) > 0 {
+			patch := client.MergeFrom(pv.DeepCopy())
+			pv.Finalizers = nil
+			return k8sClient.Patch(ctx, pv, patch)
+		}
+		return fmt.Errorf("volume %s still there", pv.Name)
+	})
+	fail(t, ns, lost, podDeleted)
+	vc = waitReplaced(t, key, lost, 1, 1)
+	acked := load.finish(t)
+	checkAll(t, c, acked)
+	if load.stale.Load() > 0 {
+		t.Errorf("%d reads returned another value than the one last acknowledged: %v", load.stale.Load(), load.errs)
+	}
+	if got := vc.Status.ShardStatuses[0].Primary; got != primary {
+		t.Errorf("the primary is %s, want %s untouched", got, primary)
+	}
+	assertEvent(t, key, string(topology.KindDeleteNode), topology.ReasonVolumeLost+": "+lost)
+	if n := countEvents(t, key, valkeyv1.ReasonPrimaryLostNoReplica, ""); n > 0 {
+		t.Errorf("%d PrimaryLostNoReplica Events: only a replica was lost", n)
+	}
+	assertClaimsOfMembersOnly(t, key)
+}
+
 // loseClaim deletes a node's claim, then its pod: the claim goes once no
 // pod uses it.
 func loseClaim(t testing.TB, ns, node string) {
