@@ -140,6 +140,11 @@ func runBenchmarks(dir string, realistic time.Duration) (*PodStartStop, error) {
 		"^Benchmark(Bootstrap|TLSLeafRotation|AvailabilityTLS|AvailabilityTopology|AvailabilityPlanned|AutoscaleReaction|Resharding|Footprint|SecretCache)$", "60m"); err != nil {
 		return nil, err
 	}
+	// The durability benchmark fills its clusters with a gigabyte
+	// ($VALKEY_BENCH_DURABLE_MB): a run of its own, with its own timeout.
+	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/e2e/", "^BenchmarkDurability$", "40m"); err != nil {
+		return nil, err
+	}
 	env = []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=" + realistic.String(), "VALKEY_BENCH_ROTATIONS=2"}
 	if _, err := goTest(env, "./test/e2e/", "^BenchmarkTLSLeafRotation$", "20m"); err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ func TestRender(t *testing.T) {
 		name:    "machine and command only",
 		report:  base,
 		want:    []string{"# Benchmarks", "```sh\nmake bench\n```", "took 13 minutes", "| CPU | Test CPU |", "| Valkey | 8.0.1, 9.1.2 |", "| date | 2026-01-02 |"},
-		notWant: []string{"## Bootstrap", "## Availability", "## Resharding", "Kubernetes control plane"},
+		notWant: []string{"## Bootstrap", "## Availability", "## Resharding", "## Durability", "Kubernetes control plane"},
 	}, {
 		name: "bootstrap",
 		report: with(func(r *Report) {
@@ -98,6 +98,30 @@ func TestRender(t *testing.T) {
 		}),
 		want: []string{"## Secrets in the operator's cache", "(4096 bytes of data each)",
 			"| every Secret and Pod (`--filter-cache=false`) | 5000 | 111 MiB | 150 MiB | 70 MiB |\n| the operator's own (default) | 5000 | 48 MiB | 52 MiB | 12 MiB |"},
+	}, {
+		name: "durability, restarts by shape and writes beside the plain server",
+		report: with(func(r *Report) {
+			r.Records.DurableRestart = []record.DurableRestart{
+				{Version: "8.0.1", Shards: 16, Replicas: 1, Appendfsync: "everysec", DataBytes: 1 << 30, Keys: 104857, ValueBytes: 10240, Seconds: 48, PlainLoadSeconds: 0.4},
+				{Version: "8.0.1", Shards: 3, Replicas: 1, Appendfsync: "everysec", DataBytes: 1 << 30, Keys: 104857, ValueBytes: 10240, Seconds: 30, PlainLoadSeconds: 2.5},
+			}
+			r.Records.DurableWrites = []record.DurableWrites{
+				{Version: "8.0.1", Appendfsync: "always", Requests: 50000, Clients: 16, ValueBytes: 100, ClusterRPS: 1500, PlainRPS: 2000},
+				{Version: "8.0.1", Requests: 50000, Clients: 16, ValueBytes: 100, ClusterRPS: 40000, PlainRPS: 0},
+			}
+		}),
+		want: []string{"## Durability", "(values of 10240 bytes,",
+			"| 8.0.1 | 3×1 | 1024 MiB | 104857 | everysec | 30.0 s | 2.5 s (341 MiB) | 12.0× |\n| 8.0.1 | 16×1 | 1024 MiB | 104857 | everysec | 48.0 s | 400 ms (64 MiB) | 120.0× |",
+			"`valkey-benchmark -t set -n 50000 -c 16 -d 100`",
+			"| 8.0.1 | `appendfsync always` | 1500 SET/s | 2000 SET/s | 0.75× |",
+			"| 8.0.1 | none (in memory) | 40000 SET/s | 0 SET/s (`appendonly no`) | – |"},
+	}, {
+		name: "durability writes alone have no restart table",
+		report: with(func(r *Report) {
+			r.Records.DurableWrites = []record.DurableWrites{{Appendfsync: "everysec", ClusterRPS: 1, PlainRPS: 1}}
+		}),
+		want:    []string{"## Durability", "| `appendfsync everysec` |"},
+		notWant: []string{"**Full restart.**"},
 	}, {
 		name: "one failure in many is not rounded away",
 		report: with(func(r *Report) {

@@ -48,6 +48,27 @@ const (
 	// that leaves too little is taken, not refused, and this is where it
 	// shows.
 	CondMemoryHeadroom = "MemoryHeadroom"
+	// CondVolumeSize is present on a persistent cluster: True when every
+	// node's claim has the capacity persistence.size asks for, False while
+	// claims are being expanded or when the size cannot be applied in
+	// place (a shrink, a StorageClass that does not allow expansion). A
+	// size alone never rolls the cluster.
+	CondVolumeSize = "VolumeSize"
+)
+
+// Reasons of the VolumeSize condition.
+const (
+	// ReasonVolumesAtSize: every claim has at least persistence.size.
+	ReasonVolumesAtSize = "VolumesAtSize"
+	// ReasonVolumesExpanding: claims were asked for persistence.size and
+	// some have not reached it yet.
+	ReasonVolumesExpanding = "VolumesExpanding"
+	// ReasonVolumeShrinkRefused: persistence.size is smaller than the
+	// claims the nodes have; a volume cannot shrink, so they keep theirs.
+	ReasonVolumeShrinkRefused = "VolumeShrinkRefused"
+	// ReasonVolumeExpansionNotAllowed: the claims' StorageClass does not
+	// allow expansion (or is gone); the claims keep their size.
+	ReasonVolumeExpansionNotAllowed = "VolumeExpansionNotAllowed"
 )
 
 // Reasons of the MemoryHeadroom condition.

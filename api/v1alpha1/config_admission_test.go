@@ -118,3 +118,35 @@ func TestValkeyConfigEmptyACLIsKept(t *testing.T) {
 		t.Fatalf("spec.acl = %v, want []", acl)
 	}
 }
+
+// persistence.size may grow, never shrink: a volume cannot be made
+// smaller, so the edit is refused with the sizes it was asked for.
+func TestValkeyConfigPersistenceSizeOnlyGrows(t *testing.T) {
+	m := configManifest("  persistence:\n    size: 2Gi\n")
+	if err := create(t, m); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	setSize := func(size any) func(spec map[string]any) {
+		return func(s map[string]any) { s["persistence"].(map[string]any)["size"] = size }
+	}
+	cases := []struct {
+		name   string
+		mutate func(spec map[string]any)
+		want   []string
+	}{
+		{name: "a shrink", mutate: setSize("1Gi"),
+			want: []string{"spec.persistence.size", "persistence.size cannot shrink from 2Gi to 1Gi: a volume cannot be made smaller, only larger"}},
+		{name: "a shrink in bytes", mutate: setSize(int64(1 << 20)),
+			want: []string{"persistence.size cannot shrink from 2Gi to 1048576"}},
+		{name: "the same size in another unit", mutate: setSize("2048Mi")},
+		{name: "growth", mutate: setSize("3Gi")},
+		{name: "below the grown size", mutate: setSize("2Gi"), want: []string{"cannot shrink from 3Gi to 2Gi"}},
+		{name: "removing persistence is not a shrink", mutate: func(s map[string]any) { delete(s, "persistence") }},
+		{name: "adding it back at any size", mutate: func(s map[string]any) { s["persistence"] = map[string]any{"size": "1Gi"} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assertAdmission(t, update(t, m, tc.mutate), tc.want)
+		})
+	}
+}

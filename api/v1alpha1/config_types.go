@@ -81,8 +81,11 @@ const (
 
 // Persistence is the volume each node keeps its data on.
 type Persistence struct {
-	// Size of each node's volume, for example 10Gi.
+	// Size of each node's volume, for example 10Gi. Raising it expands
+	// every node's claim in place, where the StorageClass allows expansion;
+	// it cannot be lowered, since a volume cannot shrink.
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="persistence.size must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",messageExpression="'persistence.size cannot shrink from ' + string(oldSelf) + ' to ' + string(self) + ': a volume cannot be made smaller, only larger'"
 	Size resource.Quantity `json:"size"`
 
 	// StorageClassName of each node's claim; unset uses the cluster's

@@ -91,3 +91,33 @@ func TestValkeyNodeSpecImmutableExceptLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// A node's persistence is fixed but for its size, which may grow: the
+// operator expands the claim in place.
+func TestValkeyNodePersistenceOnlyGrows(t *testing.T) {
+	m := nodeManifest("persistent", nodeSpec+"  persistence: {size: 1Gi, storageClassName: fast, appendfsync: always}\n")
+	if err := create(t, m); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	set := func(field string, v any) func(spec map[string]any) {
+		return func(s map[string]any) { s["persistence"].(map[string]any)[field] = v }
+	}
+	cases := []struct {
+		name   string
+		mutate func(spec map[string]any)
+		want   []string
+	}{
+		{name: "size grows", mutate: set("size", "2Gi")},
+		{name: "size shrinks", mutate: set("size", "1Gi"), want: []string{"spec.persistence.size cannot shrink"}},
+		{name: "storageClassName", mutate: set("storageClassName", "slow"), want: []string{"spec.persistence.storageClassName is immutable"}},
+		{name: "storageClassName removed", mutate: func(s map[string]any) { delete(s["persistence"].(map[string]any), "storageClassName") },
+			want: []string{"spec.persistence.storageClassName is immutable"}},
+		{name: "appendfsync", mutate: set("appendfsync", "everysec"), want: []string{"spec.persistence.appendfsync is immutable"}},
+		{name: "persistence removed", mutate: func(s map[string]any) { delete(s, "persistence") }, want: []string{"spec.persistence cannot be added or removed"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assertAdmission(t, update(t, m, tc.mutate), tc.want)
+		})
+	}
+}

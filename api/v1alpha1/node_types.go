@@ -15,8 +15,9 @@ const (
 	LifecycleLeaving NodeLifecycle = "Leaving"
 )
 
-// ValkeyNodeSpec records one member. Everything but lifecycle is fixed at
-// creation: a change means a replacement node, never an edit.
+// ValkeyNodeSpec records one member. Everything but lifecycle and the
+// growth of persistence.size is fixed at creation: a change means a
+// replacement node, never an edit.
 // +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName",message="spec.clusterName is immutable"
 // +kubebuilder:validation:XValidation:rule="self.image == oldSelf.image",message="spec.image is immutable"
 // +kubebuilder:validation:XValidation:rule="self.shardIndex == oldSelf.shardIndex",message="spec.shardIndex is immutable"
@@ -26,7 +27,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="spec.tlsSecret is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.placement) == has(oldSelf.placement) && (!has(self.placement) || self.placement == oldSelf.placement)",message="spec.placement is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.exporterImage) == has(oldSelf.exporterImage) && (!has(self.exporterImage) || self.exporterImage == oldSelf.exporterImage)",message="spec.exporterImage is immutable"
-// +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence) && (!has(self.persistence) || self.persistence == oldSelf.persistence)",message="spec.persistence is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="spec.persistence cannot be added or removed"
 type ValkeyNodeSpec struct {
 	// ClusterName is the owning ValkeyCluster.
 	// +kubebuilder:validation:MinLength=1
@@ -72,15 +73,19 @@ type ValkeyNodeSpec struct {
 	// +optional
 	Persistence *NodePersistence `json:"persistence,omitempty"`
 
-	// Lifecycle is the only field that changes.
+	// Lifecycle is, with persistence.size, the only field that changes.
 	// +optional
 	// +kubebuilder:default=Active
 	Lifecycle NodeLifecycle `json:"lifecycle,omitempty"`
 }
 
-// NodePersistence is the claim a persistent node's data lives on.
+// NodePersistence is the claim a persistent node's data lives on. Only
+// its size changes, and only upwards: the claim is expanded in place.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.persistence.storageClassName is immutable"
+// +kubebuilder:validation:XValidation:rule="self.appendfsync == oldSelf.appendfsync",message="spec.persistence.appendfsync is immutable"
 type NodePersistence struct {
-	// Size requested by the claim.
+	// Size requested by the claim; it may grow, never shrink.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="spec.persistence.size cannot shrink"
 	Size resource.Quantity `json:"size"`
 	// StorageClassName of the claim; empty uses the default StorageClass.
 	// +optional

@@ -150,6 +150,41 @@ type Autoscale struct {
 	ActiveSeconds   float64 `json:"activeSeconds"`
 }
 
+// DurableRestart is every pod of a persistent cluster deleted at once,
+// beside the limit: a plain valkey-server reloading one primary's share of
+// the data from its append-only file.
+type DurableRestart struct {
+	Version     string `json:"version"` // Valkey's
+	Shards      int    `json:"shards"`
+	Replicas    int    `json:"replicas"`
+	Appendfsync string `json:"appendfsync"`
+	// DataBytes is the whole data set, Keys its keys (values of ValueBytes).
+	DataBytes  int64 `json:"dataBytes"`
+	Keys       int   `json:"keys"`
+	ValueBytes int   `json:"valueBytes"`
+	// Seconds runs from the deletion to the cluster converged again with
+	// every key served by a primary.
+	Seconds float64 `json:"seconds"`
+	// PlainLoadSeconds runs from starting the plain server on its file of
+	// DataBytes/Shards to it answering PING with loading:0.
+	PlainLoadSeconds float64 `json:"plainLoadSeconds"`
+}
+
+// DurableWrites is valkey-benchmark's SET throughput against a cluster's
+// one primary and, back to back, against a plain valkey-server of the same
+// append-only settings.
+type DurableWrites struct {
+	Version string `json:"version"`
+	// Appendfsync is "always" or "everysec" with persistence, empty for a
+	// cluster in memory only against a plain server with appendonly no.
+	Appendfsync string  `json:"appendfsync"`
+	Requests    int     `json:"requests"`
+	Clients     int     `json:"clients"`
+	ValueBytes  int     `json:"valueBytes"`
+	ClusterRPS  float64 `json:"clusterRps"`
+	PlainRPS    float64 `json:"plainRps"`
+}
+
 // File is one record as written to disk: exactly one field is set.
 type File struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
@@ -159,17 +194,22 @@ type File struct {
 	Footprint    *Footprint    `json:"footprint,omitempty"`
 	SecretCache  *SecretCache  `json:"secretCache,omitempty"`
 	Autoscale    *Autoscale    `json:"autoscale,omitempty"`
+	// DurableRestart and DurableWrites make the durability section.
+	DurableRestart *DurableRestart `json:"durableRestart,omitempty"`
+	DurableWrites  *DurableWrites  `json:"durableWrites,omitempty"`
 }
 
 // Set is every record of a run, in the order their files sort.
 type Set struct {
-	Bootstrap    []Bootstrap
-	Rotation     []Rotation
-	Availability []Availability
-	Resharding   []Resharding
-	Footprint    []Footprint
-	SecretCache  []SecretCache
-	Autoscale    []Autoscale
+	Bootstrap      []Bootstrap
+	Rotation       []Rotation
+	Availability   []Availability
+	Resharding     []Resharding
+	Footprint      []Footprint
+	SecretCache    []SecretCache
+	Autoscale      []Autoscale
+	DurableRestart []DurableRestart
+	DurableWrites  []DurableWrites
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -229,5 +269,9 @@ func (s *Set) Add(f File) {
 		s.SecretCache = append(s.SecretCache, *f.SecretCache)
 	case f.Autoscale != nil:
 		s.Autoscale = append(s.Autoscale, *f.Autoscale)
+	case f.DurableRestart != nil:
+		s.DurableRestart = append(s.DurableRestart, *f.DurableRestart)
+	case f.DurableWrites != nil:
+		s.DurableWrites = append(s.DurableWrites, *f.DurableWrites)
 	}
 }

@@ -30,6 +30,8 @@ func CacheOptions(opts Options) cache.Options {
 		out.ByObject = map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: managed},
 			&corev1.Pod{}:    {Label: managed},
+			// The nodes' claims; a cluster's other claims are not its own.
+			&corev1.PersistentVolumeClaim{}: {Label: managed},
 		}
 	}
 	if len(opts.WatchNamespaces) == 0 {

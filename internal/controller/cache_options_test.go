@@ -26,7 +26,7 @@ func TestCacheOptions(t *testing.T) {
 		{
 			name:       "every namespace, filtered",
 			mutate:     func(*Options) {},
-			wantLabels: map[string]string{"Secret": managed, "Pod": managed},
+			wantLabels: map[string]string{"Secret": managed, "Pod": managed, "PersistentVolumeClaim": managed},
 		},
 		{
 			name:       "every namespace, unfiltered",
@@ -37,7 +37,7 @@ func TestCacheOptions(t *testing.T) {
 			name:           "watched namespaces keep the filter",
 			mutate:         func(o *Options) { o.WatchNamespaces = []string{"team-a", "team-b"} },
 			wantNamespaces: []string{"team-a", "team-b"},
-			wantLabels:     map[string]string{"Secret": managed, "Pod": managed, "ValkeyMeteringRecord": ""},
+			wantLabels:     map[string]string{"Secret": managed, "Pod": managed, "PersistentVolumeClaim": managed, "ValkeyMeteringRecord": ""},
 			wantMetering:   []string{DefaultNamespace},
 		},
 		{
@@ -47,7 +47,7 @@ func TestCacheOptions(t *testing.T) {
 				o.Namespace = "ops"
 			},
 			wantNamespaces: []string{"ops", "team-a"},
-			wantLabels:     map[string]string{"Secret": managed, "Pod": managed, "ValkeyMeteringRecord": ""},
+			wantLabels:     map[string]string{"Secret": managed, "Pod": managed, "PersistentVolumeClaim": managed, "ValkeyMeteringRecord": ""},
 			wantMetering:   []string{"ops"},
 		},
 		{

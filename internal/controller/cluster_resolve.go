@@ -49,8 +49,8 @@ func (r *ClusterReconciler) resolveConfig(ctx context.Context, s *clusterScope) 
 // resolve reads the config chain, image and roles live. When only the
 // ACL bindings fail, the config's result comes back with the error.
 func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*resolve.Result, []resolve.User, error) {
-	m := menu{ctx: ctx, c: r.Client}
-	res, err := resolve.Config(m, vc.Spec.ConfigRef)
+	m := menu{c: r.Client}
+	res, err := resolve.Config(ctx, m, vc.Spec.ConfigRef)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +58,7 @@ func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyClus
 	if err != nil {
 		return res, nil, err
 	}
-	users, err := resolve.Users(m, bindings)
+	users, err := resolve.Users(ctx, m, bindings)
 	if err != nil {
 		return res, nil, err
 	}

@@ -60,8 +60,25 @@ func rotationStepOf(s *corev1.Secret, requested string) (rotationStep, render.Pa
 // rotateCredentials advances a rotation by at most one step. It reports
 // whether one is under way, so the cluster is looked at again soon.
 func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *connector) (bool, error) {
-	key := client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}
 	requested := vc.Annotations[valkeyv1.AnnotationRotateCredentials]
+	s, st, p, err := r.readRotation(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}, requested)
+	if err != nil {
+		return false, err
+	}
+	switch st {
+	case rotationDraw:
+		return r.drawNextPasswords(ctx, vc, s, p, requested)
+	case rotationSwitch:
+		return r.switchToNextPasswords(ctx, vc, o, conn, s, p)
+	case rotationFinish:
+		return r.finishRotation(ctx, vc, o, conn, s, p)
+	}
+	return false, nil
+}
+
+// readRotation reads the auth Secret and decides the next step from it;
+// the Secret is nil when there is nothing to do.
+func (r *ClusterReconciler) readRotation(ctx context.Context, key client.ObjectKey, requested string) (*corev1.Secret, rotationStep, render.Passwords, error) {
 	// The cache answers the common case, no rotation, without a request to
 	// the API server; a step is decided again on a fresh read before it acts.
 	var cached corev1.Secret
@@ -69,76 +86,77 @@ func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.
 	case apierrors.IsNotFound(err):
 		// Just created (ensurePasswords read it around the cache): there
 		// is nothing to rotate yet.
-		return false, nil
+		return nil, rotationIdle, render.Passwords{}, nil
 	case err != nil:
-		return false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+		return nil, rotationIdle, render.Passwords{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	}
 	if st, _, err := rotationStepOf(&cached, requested); err != nil || st == rotationIdle {
-		return false, err
+		return nil, rotationIdle, render.Passwords{}, err
 	}
 	s := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, key, s); err != nil {
-		return false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+		return nil, rotationIdle, render.Passwords{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	}
 	st, p, err := rotationStepOf(s, requested)
+	return s, st, p, err
+}
+
+// drawNextPasswords stores new passwords as the next ones, which the ACL
+// file then accepts beside the current ones.
+func (r *ClusterReconciler) drawNextPasswords(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, p render.Passwords, requested string) (bool, error) {
+	next, err := render.NewPasswords(rand.Reader)
 	if err != nil {
+		return false, fmt.Errorf("generating passwords: %w", err)
+	}
+	p.NextOperator, p.NextReplication = next.Operator, next.Replication
+	if err := r.writeAuth(ctx, s, p, map[string]string{valkeyv1.AnnotationCredentialsRotating: requested}); err != nil {
 		return false, err
 	}
-	log := logFrom(ctx)
-	switch st {
-	case rotationIdle:
-		return false, nil
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotationStarted, "RotateCredentials",
+		"new passwords for %s and %s drawn; every node is made to accept them before they are used", render.OperatorUser, render.ReplicationUser)
+	return true, nil
+}
 
-	case rotationDraw:
-		next, err := render.NewPasswords(rand.Reader)
-		if err != nil {
-			return false, fmt.Errorf("generating passwords: %w", err)
-		}
-		p.NextOperator, p.NextReplication = next.Operator, next.Replication
-		if err := r.writeAuth(ctx, s, p, map[string]string{valkeyv1.AnnotationCredentialsRotating: requested}); err != nil {
-			return false, err
-		}
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotationStarted, "RotateCredentials",
-			"new passwords for %s and %s drawn; every node is made to accept them before they are used", render.OperatorUser, render.ReplicationUser)
+// switchToNextPasswords makes the next passwords current once every node
+// accepts them, keeping the old ones accepted as the previous.
+func (r *ClusterReconciler) switchToNextPasswords(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *connector, s *corev1.Secret, p render.Passwords) (bool, error) {
+	if why := r.notAccepting(ctx, o, conn, p); why != "" {
+		logFrom(ctx).V(1).Info("credentials rotation waiting", "for", why)
 		return true, nil
-
-	case rotationSwitch:
-		if why := r.notAccepting(ctx, o, conn, p); why != "" {
-			log.V(1).Info("credentials rotation waiting", "for", why)
-			return true, nil
-		}
-		p.PreviousOperator, p.PreviousReplication = p.Operator, p.Replication
-		p.Operator, p.Replication = p.NextOperator, p.NextReplication
-		p.NextOperator, p.NextReplication = "", ""
-		if err := r.writeAuth(ctx, s, p, map[string]string{valkeyv1.AnnotationCredentialsSwitchedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
-			return false, err
-		}
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsSwitched, "RotateCredentials",
-			"every node accepts the new passwords; the operator and new replicas use them, the previous ones are still accepted")
-		return true, nil
-
-	case rotationFinish:
-		switched, err := time.Parse(time.RFC3339, s.Annotations[valkeyv1.AnnotationCredentialsSwitchedAt])
-		if err == nil && time.Since(switched) < r.Options.CredentialsSettle {
-			return true, nil
-		}
-		if why := r.setPrimaryAuth(ctx, o, conn, p.Replication); why != "" {
-			log.V(1).Info("credentials rotation waiting", "for", why)
-			return true, nil
-		}
-		served := s.Annotations[valkeyv1.AnnotationCredentialsRotating]
-		p.PreviousOperator, p.PreviousReplication = "", ""
-		if err := r.writeAuth(ctx, s, p, map[string]string{
-			valkeyv1.AnnotationCredentialsRotated:    served,
-			valkeyv1.AnnotationCredentialsRotating:   "",
-			valkeyv1.AnnotationCredentialsSwitchedAt: "",
-		}); err != nil {
-			return false, err
-		}
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotated, "RotateCredentials",
-			"every node replicates with the new passwords; the previous ones are no longer accepted")
-		return false, nil
 	}
+	p.PreviousOperator, p.PreviousReplication = p.Operator, p.Replication
+	p.Operator, p.Replication = p.NextOperator, p.NextReplication
+	p.NextOperator, p.NextReplication = "", ""
+	if err := r.writeAuth(ctx, s, p, map[string]string{valkeyv1.AnnotationCredentialsSwitchedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
+		return false, err
+	}
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsSwitched, "RotateCredentials",
+		"every node accepts the new passwords; the operator and new replicas use them, the previous ones are still accepted")
+	return true, nil
+}
+
+// finishRotation drops the previous passwords once the switch has settled
+// and every node replicates with the current one.
+func (r *ClusterReconciler) finishRotation(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *connector, s *corev1.Secret, p render.Passwords) (bool, error) {
+	switched, err := time.Parse(time.RFC3339, s.Annotations[valkeyv1.AnnotationCredentialsSwitchedAt])
+	if err == nil && time.Since(switched) < r.Options.CredentialsSettle {
+		return true, nil
+	}
+	if why := r.setPrimaryAuth(ctx, o, conn, p.Replication); why != "" {
+		logFrom(ctx).V(1).Info("credentials rotation waiting", "for", why)
+		return true, nil
+	}
+	served := s.Annotations[valkeyv1.AnnotationCredentialsRotating]
+	p.PreviousOperator, p.PreviousReplication = "", ""
+	if err := r.writeAuth(ctx, s, p, map[string]string{
+		valkeyv1.AnnotationCredentialsRotated:    served,
+		valkeyv1.AnnotationCredentialsRotating:   "",
+		valkeyv1.AnnotationCredentialsSwitchedAt: "",
+	}); err != nil {
+		return false, err
+	}
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonCredentialsRotated, "RotateCredentials",
+		"every node replicates with the new passwords; the previous ones are no longer accepted")
 	return false, nil
 }
 

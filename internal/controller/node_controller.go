@@ -21,11 +21,14 @@ import (
 
 // nodeReconciler is a create-only executor: for a Joining ValkeyNode it
 // creates the node's ConfigMap, its claim when it is persistent, and, once,
-// its Pod. It never updates a pod. A persistent node gets its pod again
+// its Pod. It never updates a pod; the one thing it updates is the claim's
+// request, raised to the size recorded on the node. A persistent node gets its pod again
 // whenever the pod is gone: its data and identity are on its claim.
 type nodeReconciler struct {
 	client.Client
-	// APIReader reads a persistent node's claim; the cache holds none.
+	// APIReader reads a persistent node's claim before its pod is created
+	// again: only the API server's word that the claim is gone or going
+	// withholds the pod, never a cache that has not caught up.
 	APIReader client.Reader
 	Options   Options
 	Recorder  events.EventRecorder
@@ -40,6 +43,9 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 
 	if !node.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &node)
+	}
+	if err := r.expandClaim(ctx, &node); err != nil {
+		return ctrl.Result{}, err
 	}
 	podCreated := meta.IsStatusConditionTrue(node.Status.Conditions, valkeyv1.CondPodCreated)
 	if podCreated && comesBack(&node) {
@@ -179,11 +185,13 @@ func (r *nodeReconciler) finalize(ctx context.Context, node *valkeyv1.ValkeyNode
 	return nil
 }
 
-// SetupWithManager watches ValkeyNodes and the pods and ConfigMaps they own.
+// SetupWithManager watches ValkeyNodes and the pods and claims they own.
 func (r *nodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyNode{}).
 		Owns(&corev1.Pod{}).
+		// A claim bound after its node's size was raised is expanded then.
+		Owns(&corev1.PersistentVolumeClaim{}).
 		Named("valkeynode").
 		// Each node's reconcile touches only its own pod and ConfigMap; a
 		// wave that creates many nodes should get their pods in parallel,

@@ -115,6 +115,8 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		// An edited or deleted policy is restored at once.
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods(), podChangesThatMatter())).
+		// A claim's capacity growing moves the VolumeSize condition on.
+		Watches(&corev1.PersistentVolumeClaim{}, byInstanceLabel).
 		// A user's TLS Secret is not in the cache; its own watch reports it.
 		WatchesRawSource(source.Channel(secrets.events, byTLSSecret)).
 		Watches(&corev1.Secret{}, byOwnSecret).

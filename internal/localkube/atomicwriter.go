@@ -32,18 +32,14 @@ const (
 // swapped to it by renaming a temporary symlink over it (rename is atomic),
 // then the old directory is removed. It returns whether anything changed.
 func writeAtomic(dir string, payload map[string]fileProjection) (bool, error) {
-	clean := make(map[string]fileProjection, len(payload))
-	for k, v := range payload {
-		if err := validateProjectedPath(k); err != nil {
-			return false, err
-		}
-		clean[filepath.Clean(k)] = v
+	clean, err := cleanPayload(payload)
+	if err != nil {
+		return false, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err
 	}
-	dataDir := filepath.Join(dir, dataDirName)
-	oldTs, err := os.Readlink(dataDir)
+	oldTs, err := os.Readlink(filepath.Join(dir, dataDirName))
 	if err != nil && !os.IsNotExist(err) {
 		return false, err
 	}
@@ -51,79 +47,25 @@ func writeAtomic(dir string, payload map[string]fileProjection) (bool, error) {
 	write := true
 	if oldTs != "" {
 		oldPath := filepath.Join(dir, oldTs)
-		remove, err = stalePaths(clean, oldPath)
-		if err != nil {
+		if remove, err = stalePaths(clean, oldPath); err != nil {
 			return false, err
 		}
-		changed := len(remove) > 0
-		for k, v := range clean {
-			if changed {
-				break
-			}
-			cur, err := os.ReadFile(filepath.Join(oldPath, k))
-			if err != nil || !bytes.Equal(cur, v.data) {
-				changed = true
-				break
-			}
-			if st, err := os.Stat(filepath.Join(oldPath, k)); err != nil || st.Mode().Perm() != v.mode.Perm() {
-				changed = true
-			}
-		}
-		write = changed
+		write = len(remove) > 0 || payloadDiffers(clean, oldPath)
 	}
 	if write {
-		tsDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+		tsDir, err := writeVersionDir(dir, clean)
 		if err != nil {
 			return false, err
 		}
-		if err := os.Chmod(tsDir, 0o755); err != nil {
-			return false, err
-		}
-		for k, v := range clean {
-			p := filepath.Join(tsDir, k)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				os.RemoveAll(tsDir)
-				return false, err
-			}
-			if err := os.WriteFile(p, v.data, v.mode); err != nil {
-				os.RemoveAll(tsDir)
-				return false, err
-			}
-			if err := os.Chmod(p, v.mode); err != nil {
-				os.RemoveAll(tsDir)
-				return false, err
-			}
-		}
-		tmpLink := filepath.Join(dir, newDataDirName)
-		_ = os.Remove(tmpLink)
-		if err := os.Symlink(filepath.Base(tsDir), tmpLink); err != nil {
-			os.RemoveAll(tsDir)
-			return false, err
-		}
-		if err := os.Rename(tmpLink, dataDir); err != nil {
-			os.Remove(tmpLink)
-			os.RemoveAll(tsDir)
+		if err := swapDataLink(dir, tsDir); err != nil {
 			return false, err
 		}
 	}
-	for k := range clean {
-		top := strings.SplitN(k, string(os.PathSeparator), 2)[0]
-		visible := filepath.Join(dir, top)
-		if _, err := os.Readlink(visible); err != nil {
-			if !os.IsNotExist(err) {
-				return false, fmt.Errorf("%s exists and is not a projection link", visible)
-			}
-			if err := os.Symlink(filepath.Join(dataDirName, top), visible); err != nil {
-				return false, err
-			}
-		}
+	if err := linkVisiblePaths(dir, clean); err != nil {
+		return false, err
 	}
-	for _, p := range remove {
-		if !strings.Contains(p, string(os.PathSeparator)) {
-			if err := os.Remove(filepath.Join(dir, p)); err != nil && !os.IsNotExist(err) {
-				return false, err
-			}
-		}
+	if err := removeStaleLinks(dir, remove); err != nil {
+		return false, err
 	}
 	if write && oldTs != "" {
 		if err := os.RemoveAll(filepath.Join(dir, oldTs)); err != nil {
@@ -131,6 +73,113 @@ func writeAtomic(dir string, payload map[string]fileProjection) (bool, error) {
 		}
 	}
 	return write, nil
+}
+
+// cleanPayload rejects paths that could escape dir or clash with ..data,
+// and normalises the rest so that "a//b" and "a/b" name one file.
+func cleanPayload(payload map[string]fileProjection) (map[string]fileProjection, error) {
+	clean := make(map[string]fileProjection, len(payload))
+	for k, v := range payload {
+		if err := validateProjectedPath(k); err != nil {
+			return nil, err
+		}
+		clean[filepath.Clean(k)] = v
+	}
+	return clean, nil
+}
+
+// payloadDiffers reports whether any file of payload is missing from
+// oldDir or differs from it in content or mode.
+func payloadDiffers(payload map[string]fileProjection, oldDir string) bool {
+	for k, v := range payload {
+		cur, err := os.ReadFile(filepath.Join(oldDir, k))
+		if err != nil || !bytes.Equal(cur, v.data) {
+			return true
+		}
+		if st, err := os.Stat(filepath.Join(oldDir, k)); err != nil || st.Mode().Perm() != v.mode.Perm() {
+			return true
+		}
+	}
+	return false
+}
+
+// writeVersionDir writes payload into a fresh timestamped directory under
+// dir, removing it again if any file fails.
+func writeVersionDir(dir string, payload map[string]fileProjection) (string, error) {
+	tsDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tsDir, 0o755); err != nil {
+		return "", err
+	}
+	for k, v := range payload {
+		if err := writeProjectedFile(filepath.Join(tsDir, k), v); err != nil {
+			os.RemoveAll(tsDir)
+			return "", err
+		}
+	}
+	return tsDir, nil
+}
+
+// writeProjectedFile sets the mode explicitly too: WriteFile's is masked
+// by the umask.
+func writeProjectedFile(p string, v fileProjection) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, v.data, v.mode); err != nil {
+		return err
+	}
+	return os.Chmod(p, v.mode)
+}
+
+// swapDataLink points ..data at tsDir in one rename, so readers switch
+// from the old version to the new at once; on failure tsDir is removed.
+func swapDataLink(dir, tsDir string) error {
+	tmpLink := filepath.Join(dir, newDataDirName)
+	_ = os.Remove(tmpLink)
+	if err := os.Symlink(filepath.Base(tsDir), tmpLink); err != nil {
+		os.RemoveAll(tsDir)
+		return err
+	}
+	if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
+		os.Remove(tmpLink)
+		os.RemoveAll(tsDir)
+		return err
+	}
+	return nil
+}
+
+// linkVisiblePaths makes each top-level name of payload a link through
+// ..data, leaving links already there alone.
+func linkVisiblePaths(dir string, payload map[string]fileProjection) error {
+	for k := range payload {
+		top := strings.SplitN(k, string(os.PathSeparator), 2)[0]
+		visible := filepath.Join(dir, top)
+		if _, err := os.Readlink(visible); err != nil {
+			if !os.IsNotExist(err) {
+				return fmt.Errorf("%s exists and is not a projection link", visible)
+			}
+			if err := os.Symlink(filepath.Join(dataDirName, top), visible); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeStaleLinks removes the top-level links of dropped paths; nested
+// ones went with the old version's directory.
+func removeStaleLinks(dir string, stale []string) error {
+	for _, p := range stale {
+		if !strings.Contains(p, string(os.PathSeparator)) {
+			if err := os.Remove(filepath.Join(dir, p)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // stalePaths lists paths of the old version that the new payload drops.

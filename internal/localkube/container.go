@@ -44,6 +44,9 @@ type container struct {
 	probeCancel context.CancelFunc
 }
 
+// succeeded is an init container done: its last run exited 0.
+func (c *container) succeeded() bool { return c.term != nil && c.term.ExitCode == 0 }
+
 func (c *container) stopProbes() {
 	if c.probeCancel != nil {
 		c.probeCancel()
@@ -113,16 +116,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *cont
 		return
 	}
 	paths := w.ctrPaths[c.spec.Name]
-	lookup := mapLookup(values)
-	command := make([]string, len(c.spec.Command))
-	for i, s := range c.spec.Command {
-		command[i] = paths.rewrite(expand(s, lookup))
-	}
-	args := make([]string, len(c.spec.Args))
-	for i, s := range c.spec.Args {
-		args[i] = paths.rewrite(expand(s, lookup))
-	}
-	argv, err := resolveArgv(w.r.opts.Images, c.spec.Image, command, args)
+	argv, err := resolveArgv(w.r.opts.Images, c.spec.Image, expandAll(c.spec.Command, paths, values), expandAll(c.spec.Args, paths, values))
 	if err != nil {
 		reason := "RunContainerError"
 		if errors.Is(err, errImage) {
@@ -143,44 +137,13 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *cont
 		restarts++
 	}
 	logDir := filepath.Join(w.dir, "logs", c.spec.Name)
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		fail("RunContainerError", err, retryDelay)
-		return
-	}
 	logPath := filepath.Join(logDir, strconv.Itoa(int(restarts))+".log")
-	logFile, err := openLog(logPath)
+	p, err := w.startProcess(c, argv, env, logPath)
 	if err != nil {
 		fail("RunContainerError", err, retryDelay)
 		return
 	}
-	defer logFile.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Dir = w.workDir(c)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	p, err := w.r.procs.start(cmd)
-	if err != nil {
-		fail("RunContainerError", fmt.Errorf("starting %s: %w", argv[0], err), retryDelay)
-		return
-	}
-	if c.term != nil {
-		c.last = c.term
-		c.term = nil
-	}
-	c.restarts = restarts
-	c.gen++
-	w.mu.Lock()
-	c.proc = p
-	c.logFile = logPath
-	w.mu.Unlock()
-	c.startedAt = now
-	c.containerID = fmt.Sprintf("localkube://%s-%d", c.spec.Name, p.pid)
-	c.imageID = "localkube://" + argv[0]
-	c.ready = false
-	c.started = c.spec.StartupProbe == nil
-	c.waitReason, c.waitMessage = "", ""
-	c.nextStart = time.Time{}
-	c.killGrace = podGrace(pod)
+	w.markStarted(pod, c, p, restarts, logPath, argv[0], now)
 	gen := c.gen
 	go func() {
 		<-p.done
@@ -193,7 +156,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *cont
 			podIP:   w.addr.String(),
 			started: now,
 			env:     env,
-			dir:     cmd.Dir,
+			dir:     w.workDir(c),
 			static:  staticEnv(c.spec.Env),
 			paths:   paths,
 			image:   c.spec.Image,
@@ -202,6 +165,62 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, c *cont
 		}
 		go w.runProbes(pctx, c, gen, c.spec, pc)
 	}
+}
+
+// expandAll expands $(VAR) references the way the kubelet does, then maps
+// the container's paths onto the node's.
+func expandAll(in []string, paths pathMap, values map[string]string) []string {
+	lookup := mapLookup(values)
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = paths.rewrite(expand(s, lookup))
+	}
+	return out
+}
+
+// startProcess starts argv in the container's working directory, its
+// output going to a log of its own for each run.
+func (w *podWorker) startProcess(c *container, argv, env []string, logPath string) (*process, error) {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := openLog(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Dir = w.workDir(c)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	p, err := w.r.procs.start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	return p, nil
+}
+
+// markStarted records a new run of c, keeping the one before as its last
+// termination.
+func (w *podWorker) markStarted(pod *corev1.Pod, c *container, p *process, restarts int32, logPath, program string, now time.Time) {
+	if c.term != nil {
+		c.last = c.term
+		c.term = nil
+	}
+	c.restarts = restarts
+	c.gen++
+	w.mu.Lock()
+	c.proc = p
+	c.logFile = logPath
+	w.mu.Unlock()
+	c.startedAt = now
+	c.containerID = fmt.Sprintf("localkube://%s-%d", c.spec.Name, p.pid)
+	c.imageID = "localkube://" + program
+	c.ready = false
+	c.started = c.spec.StartupProbe == nil
+	c.waitReason, c.waitMessage = "", ""
+	c.nextStart = time.Time{}
+	c.killGrace = podGrace(pod)
 }
 
 func (w *podWorker) workDir(c *container) string {

@@ -2,15 +2,11 @@ package localkube
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -76,27 +72,10 @@ type component struct {
 // starts kube-controller-manager and kube-scheduler and waits until both
 // report healthy. On error everything already started is stopped.
 func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (cp *ControlPlane, err error) {
-	if opts.BinDir == "" {
-		if opts.BinDir, err = testbin.Dir(testbin.AllBinaries...); err != nil {
-			return nil, err
-		}
+	if err := opts.complete(); err != nil {
+		return nil, err
 	}
-	for _, b := range testbin.AllBinaries {
-		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
-			return nil, fmt.Errorf("control plane binary %s missing in %s: run hack/build-testbin.sh", b, opts.BinDir)
-		}
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 60 * time.Second
-	}
-	cp = &ControlPlane{procs: newProcesses(), dir: opts.Dir}
-	if cp.dir == "" {
-		if cp.dir, err = os.MkdirTemp("", "localkube-controlplane-"); err != nil {
-			return nil, err
-		}
-		cp.ownDir = true
-	}
-	if cp.dir, err = filepath.Abs(cp.dir); err != nil {
+	if cp, err = newControlPlane(opts.Dir); err != nil {
 		return nil, err
 	}
 	started := cp
@@ -109,35 +88,78 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (cp *Contr
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
+	if err := cp.startEtcdAndAPIServer(opts, logDir); err != nil {
+		return nil, err
+	}
+	if err := cp.startControllers(ctx, opts, logDir); err != nil {
+		return nil, err
+	}
+	if err := cp.waitForControllers(ctx, opts.StartTimeout, logDir); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
 
+// complete fills in defaults and checks every binary is there before
+// anything starts.
+func (opts *ControlPlaneOptions) complete() (err error) {
+	if opts.BinDir == "" {
+		if opts.BinDir, err = testbin.Dir(testbin.AllBinaries...); err != nil {
+			return err
+		}
+	}
+	for _, b := range testbin.AllBinaries {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
+			return fmt.Errorf("control plane binary %s missing in %s: run hack/build-testbin.sh", b, opts.BinDir)
+		}
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	return nil
+}
+
+// newControlPlane makes the work directory, a temporary one when dir is
+// empty.
+func newControlPlane(dir string) (cp *ControlPlane, err error) {
+	cp = &ControlPlane{procs: newProcesses(), dir: dir}
+	if cp.dir == "" {
+		if cp.dir, err = os.MkdirTemp("", "localkube-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.ownDir = true
+	}
+	if cp.dir, err = filepath.Abs(cp.dir); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// startEtcdAndAPIServer starts both through envtest and provisions the
+// admin kubeconfig.
+func (cp *ControlPlane) startEtcdAndAPIServer(opts ControlPlaneOptions, logDir string) error {
 	etcdPath, err := cp.deathSignalWrapper(opts.BinDir, "etcd")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	apiPath, err := cp.deathSignalWrapper(opts.BinDir, "kube-apiserver")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	etcdLog, err := openLog(filepath.Join(logDir, "etcd.log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer etcdLog.Close()
 	apiLog, err := openLog(filepath.Join(logDir, "kube-apiserver.log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer apiLog.Close()
 
-	var crdPaths []string
-	for _, p := range opts.CRDDirectoryPaths {
-		if hasFiles(p) {
-			crdPaths = append(crdPaths, p)
-		}
-	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    opts.BinDir,
-		CRDDirectoryPaths:        crdPaths,
+		CRDDirectoryPaths:        dirsWithFiles(opts.CRDDirectoryPaths),
 		ErrorIfCRDPathMissing:    false,
 		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  20 * time.Second,
@@ -148,12 +170,24 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (cp *Contr
 	certDir := filepath.Join(cp.dir, "apiserver")
 	for _, d := range []string{etcdData, certDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: etcdData, Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.APIServer = &envtest.APIServer{Path: apiPath, CertDir: certDir, Out: apiLog, Err: apiLog}
-	args := env.ControlPlane.APIServer.Configure()
+	configureAPIServer(env.ControlPlane.APIServer, opts)
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", logDir, err)
+	}
+	cp.Env = env
+	cp.Config = cfg
+	return cp.provisionAdmin()
+}
+
+// configureAPIServer applies the options over envtest's default flags.
+func configureAPIServer(api *envtest.APIServer, opts ControlPlaneOptions) {
+	args := api.Configure()
 	if opts.ServiceAccountAdmission {
 		args.Set("disable-admission-plugins", "")
 	}
@@ -161,73 +195,32 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (cp *Contr
 		k, v, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		args.Set(k, v)
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", logDir, err)
-	}
-	cp.Env = env
-	cp.Config = cfg
+}
 
-	admin, err := env.AddUser(envtest.User{Name: "localkube-admin", Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
+func (cp *ControlPlane) provisionAdmin() (err error) {
+	admin, err := cp.Env.AddUser(envtest.User{Name: "localkube-admin", Groups: []string{"system:masters"}}, rest.CopyConfig(cp.Config))
 	if err != nil {
-		return nil, fmt.Errorf("provisioning admin user: %w", err)
+		return fmt.Errorf("provisioning admin user: %w", err)
 	}
-	if cp.kubeconfig, err = admin.KubeConfig(); err != nil {
-		return nil, err
-	}
+	cp.kubeconfig, err = admin.KubeConfig()
+	return err
+}
 
-	kcmKubeconfig, err := cp.componentKubeconfig(env, cfg, "system:kube-controller-manager")
+// waitForControllers waits for the serviceaccount controller to make
+// "default" in "default": that proves the controller-manager's controllers
+// run, not just its health endpoint.
+func (cp *ControlPlane) waitForControllers(ctx context.Context, timeout time.Duration, logDir string) error {
+	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	schedKubeconfig, err := cp.componentKubeconfig(env, cfg, "system:kube-scheduler")
-	if err != nil {
-		return nil, err
-	}
-
-	kcmArgs := []string{
-		"--kubeconfig=" + kcmKubeconfig,
-		"--authentication-kubeconfig=" + kcmKubeconfig,
-		"--authorization-kubeconfig=" + kcmKubeconfig,
-		"--leader-elect=false",
-		"--use-service-account-credentials=false",
-		"--cluster-name=localkube",
-		"--authentication-skip-lookup=true",
-		// Legacy token Secrets need the signing key and nothing here uses
-		// them; bound tokens come from the TokenRequest API. EndpointSlices
-		// and Endpoints refuse loopback addresses (API validation), so
-		// with pods on 127.x their controllers could only fail and raise a
-		// Warning Event on every Service; the runtime's resolver serves
-		// Service names instead.
-		"--controllers=*,-serviceaccount-token-controller,-endpointslice-controller,-endpoints-controller,-endpointslice-mirroring-controller",
-	}
-	if err := cp.startComponent(ctx, opts.BinDir, "kube-controller-manager", append(kcmArgs, opts.ControllerManagerArgs...), logDir, opts.StartTimeout); err != nil {
-		return nil, err
-	}
-	schedArgs := []string{
-		"--kubeconfig=" + schedKubeconfig,
-		"--authentication-kubeconfig=" + schedKubeconfig,
-		"--authorization-kubeconfig=" + schedKubeconfig,
-		"--authentication-skip-lookup=true",
-		"--leader-elect=false",
-	}
-	if err := cp.startComponent(ctx, opts.BinDir, "kube-scheduler", append(schedArgs, opts.SchedulerArgs...), logDir, opts.StartTimeout); err != nil {
-		return nil, err
-	}
-
-	// The serviceaccount controller making "default" in "default" proves the
-	// controller-manager's controllers run, not just its health endpoint.
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := poll(ctx, opts.StartTimeout, func() (bool, error) {
+	if err := poll(ctx, timeout, func() (bool, error) {
 		_, err := cs.CoreV1().ServiceAccounts(corev1.NamespaceDefault).Get(ctx, "default", getOpts)
 		return err == nil, nil
 	}); err != nil {
-		return nil, fmt.Errorf("kube-controller-manager did not create the default ServiceAccount (log %s): %w", filepath.Join(logDir, "kube-controller-manager.log"), err)
+		return fmt.Errorf("kube-controller-manager did not create the default ServiceAccount (log %s): %w", filepath.Join(logDir, "kube-controller-manager.log"), err)
 	}
-	return cp, nil
+	return nil
 }
 
 // deathSignalWrapper returns a path that runs bin/name with SIGKILL as its
@@ -250,73 +243,6 @@ func (cp *ControlPlane) deathSignalWrapper(binDir, name string) (string, error) 
 		return "", err
 	}
 	return p, nil
-}
-
-func (cp *ControlPlane) componentKubeconfig(env *envtest.Environment, cfg *rest.Config, user string) (string, error) {
-	u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, rest.CopyConfig(cfg))
-	if err != nil {
-		return "", fmt.Errorf("provisioning %s: %w", user, err)
-	}
-	kc, err := u.KubeConfig()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(cp.dir, strings.ReplaceAll(strings.TrimPrefix(user, "system:"), ":", "-")+".kubeconfig")
-	return p, os.WriteFile(p, kc, 0o600)
-}
-
-func (cp *ControlPlane) startComponent(ctx context.Context, binDir, name string, args []string, logDir string, timeout time.Duration) error {
-	var lastErr error
-	// A free port picked here can be taken before the component binds it;
-	// try a few.
-	for range 3 {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		logPath := filepath.Join(logDir, name+".log")
-		logFile, err := openLog(logPath)
-		if err != nil {
-			return err
-		}
-		full := append([]string{"--secure-port=" + strconv.Itoa(port), "--bind-address=127.0.0.1"}, args...)
-		cmd := exec.Command(filepath.Join(binDir, name), full...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.Dir = cp.dir
-		p, err := cp.procs.start(cmd)
-		logFile.Close()
-		if err != nil {
-			return fmt.Errorf("starting %s: %w", name, err)
-		}
-		c := &component{name: name, proc: p, log: logPath}
-		lastErr = waitHealthy(ctx, p, port, timeout)
-		if lastErr == nil {
-			cp.components = append(cp.components, c)
-			return nil
-		}
-		p.stop(0)
-	}
-	return fmt.Errorf("%s did not become healthy (log %s): %w", name, filepath.Join(logDir, name+".log"), lastErr)
-}
-
-func waitHealthy(ctx context.Context, p *process, port int, timeout time.Duration) error {
-	hc := &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // self-signed serving cert of a local component
-	}
-	defer hc.CloseIdleConnections()
-	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
-	return poll(ctx, timeout, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("exited with code %d", p.exitCode)
-		}
-		resp, err := hc.Get(url)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
 }
 
 // Stop stops the scheduler, the controller-manager, the apiserver and etcd,
@@ -419,6 +345,17 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// dirsWithFiles keeps the directories holding at least one manifest.
+func dirsWithFiles(dirs []string) []string {
+	var with []string
+	for _, d := range dirs {
+		if hasFiles(d) {
+			with = append(with, d)
+		}
+	}
+	return with
 }
 
 func hasFiles(dir string) bool {

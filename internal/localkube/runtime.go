@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,6 +27,7 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
@@ -181,117 +181,8 @@ type Runtime struct {
 	// volumeHolders maps a persistent volume's directory to the pod that
 	// has it mounted.
 	volumeHolders map[string]*podWorker
-}
-
-// StartRuntime registers the nodes, starts watching pods and returns once
-// its caches are in sync. Stop it with Stop.
-func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
-	if err := opts.defaults(); err != nil {
-		return nil, err
-	}
-	prefix, err := netip.ParsePrefix(opts.PodCIDR)
-	if err != nil {
-		return nil, fmt.Errorf("pod CIDR: %w", err)
-	}
-	pool, err := newAddressPool(prefix, opts.AddressLockDir)
-	if err != nil {
-		return nil, err
-	}
-	cfg := rest.CopyConfig(opts.Config)
-	if cfg.QPS < 100 {
-		cfg.QPS, cfg.Burst = 200, 400
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Join(opts.BaseDir, "pods"), 0o755); err != nil {
-		return nil, err
-	}
-	r := &Runtime{
-		opts:      opts,
-		cs:        cs,
-		log:       opts.Log,
-		nodeSet:   map[string]bool{},
-		nodeUIDs:  map[string]types.UID{},
-		addresses: pool,
-		procs:     newProcesses(),
-		workers:   map[types.UID]*podWorker{},
-		finished:  map[types.UID]bool{},
-		paused:    map[string]bool{},
-
-		volumeHolders: map[string]*podWorker{},
-	}
-	for i := range opts.Nodes {
-		name := fmt.Sprintf("%s%d", opts.NodeNamePrefix, i)
-		r.nodeNames = append(r.nodeNames, name)
-		r.nodeSet[name] = true
-	}
-	r.ctx, r.cancel = context.WithCancel(context.Background())
-	ok := false
-	defer func() {
-		if !ok {
-			_ = r.Stop()
-		}
-	}()
-	if err := r.registerNodes(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.waitSchedulable(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.startStorage(ctx, cs); err != nil {
-		return nil, err
-	}
-
-	r.factory = informers.NewSharedInformerFactory(cs, 0)
-	podInf := r.factory.Core().V1().Pods()
-	svcInf := r.factory.Core().V1().Services()
-	cmInf := r.factory.Core().V1().ConfigMaps()
-	secInf := r.factory.Core().V1().Secrets()
-	r.pods, r.services, r.cms, r.secrets = podInf.Lister(), svcInf.Lister(), cmInf.Lister(), secInf.Lister()
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { r.onPod(o) },
-		UpdateFunc: func(_, o any) { r.onPod(o) },
-		DeleteFunc: r.onPodDeleted,
-	}); err != nil {
-		return nil, err
-	}
-	for kind, inf := range map[string]cache.SharedIndexInformer{kindConfigMap: cmInf.Informer(), kindSecret: secInf.Informer()} {
-		kind := kind
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { r.onSource(kind, o) },
-			UpdateFunc: func(_, o any) { r.onSource(kind, o) },
-			DeleteFunc: func(o any) { r.onSource(kind, deletedSource{o}) },
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { r.namesChanged() },
-		UpdateFunc: func(any, any) { r.namesChanged() },
-		DeleteFunc: func(any) { r.namesChanged() },
-	}); err != nil {
-		return nil, err
-	}
-	r.factory.Start(r.ctx.Done())
-	for typ, synced := range r.factory.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return nil, fmt.Errorf("cache of %v did not sync", typ)
-		}
-	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		r.heartbeat(r.ctx)
-	}()
-	if opts.EtcHosts {
-		if r.hosts, err = r.startHostsWriter(opts.EtcHostsPath); err != nil {
-			return nil, err
-		}
-	}
-	ok = true
-	return r, nil
+	// resizes are the claims whose expansion may have a step to take.
+	resizes workqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
 
 // Stop kills every pod's processes (without touching the API: the control

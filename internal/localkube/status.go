@@ -25,7 +25,7 @@ func (w *podWorker) computePhase(pod *corev1.Pod, failedInit, deleting bool) cor
 	var running, waiting, stopped, succeeded, initPending int
 	for _, c := range w.ctrs {
 		if c.init {
-			if c.term == nil || c.term.ExitCode != 0 {
+			if !c.succeeded() {
 				initPending++
 			}
 			continue
@@ -122,38 +122,112 @@ func condition(t corev1.PodConditionType, ok bool, reason, msg string) corev1.Po
 // writeStatus sends the pod's status as a merge patch of the status
 // subresource when it differs from what was last sent.
 func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod) {
-	var ctrStatuses, initStatuses []corev1.ContainerStatus
-	var notReady []string
-	initialized := true
-	for _, c := range w.ctrs {
-		st := w.containerStatus(c)
-		if c.init {
-			initStatuses = append(initStatuses, st)
-			if !(c.term != nil && c.term.ExitCode == 0) {
-				initialized = false
-			}
-			continue
-		}
-		ctrStatuses = append(ctrStatuses, st)
-		if !st.Ready {
-			notReady = append(notReady, c.spec.Name)
-		}
+	body, err := json.Marshal(map[string]any{"status": w.podStatus(pod)})
+	if err != nil {
+		w.r.log.Error(err, "encoding pod status")
+		return
 	}
+	if string(body) == string(w.lastPatch) {
+		return
+	}
+	_, err = w.r.cs.CoreV1().Pods(w.ns).Patch(ctx, w.name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			w.r.log.Error(err, "writing pod status", "pod", w.ns+"/"+w.name)
+			w.retryAt = time.Now().Add(retryDelay)
+		}
+		return
+	}
+	w.lastPatch = body
+}
+
+// podStatus is the status subresource as the kubelet would report it now.
+func (w *podWorker) podStatus(pod *corev1.Pod) map[string]any {
+	ctrs := w.containerStatuses()
 	phase := w.phase
 	if phase == "" {
 		phase = corev1.PodPending
 	}
 	terminal := phase == corev1.PodSucceeded || phase == corev1.PodFailed
-	containersReady := len(notReady) == 0 && !terminal
+	status := map[string]any{
+		"phase":                 phase,
+		"conditions":            w.keepTransitions(pod, w.podConditions(pod, ctrs, terminal)),
+		"hostIP":                nodeAddress,
+		"hostIPs":               []corev1.HostIP{{IP: nodeAddress}},
+		"containerStatuses":     ctrs.main,
+		"initContainerStatuses": ctrs.init,
+	}
+	if w.hasAddr {
+		status["podIP"] = w.addr.String()
+		status["podIPs"] = []corev1.PodIP{{IP: w.addr.String()}}
+	}
+	if !w.startTime.IsZero() {
+		status["startTime"] = metav1.NewTime(w.startTime)
+	}
+	return status
+}
+
+// containerStatusSummary is what the pod's conditions are derived from.
+type containerStatusSummary struct {
+	main, init  []corev1.ContainerStatus
+	notReady    []string // main containers, by name
+	initialized bool     // every init container exited 0
+}
+
+func (w *podWorker) containerStatuses() containerStatusSummary {
+	s := containerStatusSummary{initialized: true}
+	for _, c := range w.ctrs {
+		st := w.containerStatus(c)
+		if c.init {
+			s.init = append(s.init, st)
+			if !c.succeeded() {
+				s.initialized = false
+			}
+			continue
+		}
+		s.main = append(s.main, st)
+		if !st.Ready {
+			s.notReady = append(s.notReady, c.spec.Name)
+		}
+	}
+	return s
+}
+
+// podConditions are the conditions this node owns, with the kubelet's
+// reasons and messages.
+func (w *podWorker) podConditions(pod *corev1.Pod, ctrs containerStatusSummary, terminal bool) []corev1.PodCondition {
+	containersReady := len(ctrs.notReady) == 0 && !terminal
 	readyMsg := ""
-	if len(notReady) > 0 {
-		readyMsg = fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " "))
+	if len(ctrs.notReady) > 0 {
+		readyMsg = fmt.Sprintf("containers with unready status: [%s]", strings.Join(ctrs.notReady, " "))
 	}
 	readyReason := "ContainersNotReady"
 	if terminal {
 		readyReason = "PodCompleted"
 	}
 	ready := containersReady
+	if gate, closed := closedReadinessGate(pod); closed {
+		ready = false
+		if readyMsg == "" {
+			readyReason, readyMsg = "ReadinessGatesNotReady", fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist or is not True", gate)
+		}
+	}
+	initMsg := ""
+	if !ctrs.initialized {
+		initMsg = "containers with incomplete status: [init]"
+	}
+	return []corev1.PodCondition{
+		condition(corev1.PodReadyToStartContainers, w.mounted && !terminal, "", ""),
+		condition(corev1.PodInitialized, ctrs.initialized, "ContainersNotInitialized", initMsg),
+		condition(corev1.ContainersReady, containersReady, readyReason, readyMsg),
+		condition(corev1.PodReady, ready, readyReason, readyMsg),
+		condition(corev1.PodScheduled, true, "", ""),
+	}
+}
+
+// closedReadinessGate returns the first of the pod's readiness gates whose
+// condition is missing or not True.
+func closedReadinessGate(pod *corev1.Pod) (corev1.PodConditionType, bool) {
 	for _, g := range pod.Spec.ReadinessGates {
 		gateOK := false
 		for _, c := range pod.Status.Conditions {
@@ -162,25 +236,16 @@ func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod) {
 			}
 		}
 		if !gateOK {
-			ready = false
-			if readyMsg == "" {
-				readyReason, readyMsg = "ReadinessGatesNotReady", fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist or is not True", g.ConditionType)
-			}
+			return g.ConditionType, true
 		}
 	}
-	initMsg := ""
-	if !initialized {
-		initMsg = "containers with incomplete status: [init]"
-	}
-	conds := []corev1.PodCondition{
-		condition(corev1.PodReadyToStartContainers, w.mounted && !terminal, "", ""),
-		condition(corev1.PodInitialized, initialized, "ContainersNotInitialized", initMsg),
-		condition(corev1.ContainersReady, containersReady, readyReason, readyMsg),
-		condition(corev1.PodReady, ready, readyReason, readyMsg),
-		condition(corev1.PodScheduled, true, "", ""),
-	}
-	// Keep transition times while a condition's status stays, and the
-	// conditions others own (readiness gates, DisruptionTarget, ...).
+	return "", false
+}
+
+// keepTransitions keeps transition times while a condition's status stays,
+// and adds the conditions others own (readiness gates, DisruptionTarget,
+// ...), sorted by type.
+func (w *podWorker) keepTransitions(pod *corev1.Pod, conds []corev1.PodCondition) []corev1.PodCondition {
 	managed := map[corev1.PodConditionType]bool{}
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	if w.conds == nil {
@@ -203,37 +268,5 @@ func (w *podWorker) writeStatus(ctx context.Context, pod *corev1.Pod) {
 		}
 	}
 	sort.SliceStable(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
-
-	status := map[string]any{
-		"phase":                 phase,
-		"conditions":            conds,
-		"hostIP":                nodeAddress,
-		"hostIPs":               []corev1.HostIP{{IP: nodeAddress}},
-		"containerStatuses":     ctrStatuses,
-		"initContainerStatuses": initStatuses,
-	}
-	if w.hasAddr {
-		status["podIP"] = w.addr.String()
-		status["podIPs"] = []corev1.PodIP{{IP: w.addr.String()}}
-	}
-	if !w.startTime.IsZero() {
-		status["startTime"] = metav1.NewTime(w.startTime)
-	}
-	body, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		w.r.log.Error(err, "encoding pod status")
-		return
-	}
-	if string(body) == string(w.lastPatch) {
-		return
-	}
-	_, err = w.r.cs.CoreV1().Pods(w.ns).Patch(ctx, w.name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
-	if err != nil {
-		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			w.r.log.Error(err, "writing pod status", "pod", w.ns+"/"+w.name)
-			w.retryAt = time.Now().Add(retryDelay)
-		}
-		return
-	}
-	w.lastPatch = body
+	return conds
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	provisioncontroller "sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
@@ -176,6 +177,9 @@ func (w *podWorker) mountClaim(ctx context.Context, volume, claim string) error 
 	if err := w.r.holdVolume(target, w); err != nil {
 		return err
 	}
+	// An expansion waiting for the node finishes once the volume is
+	// mounted, as the kubelet finishes it.
+	w.r.resizes.Add(cache.ObjectName{Namespace: w.ns, Name: claim})
 	link := w.volumeDir(volume)
 	if cur, err := os.Readlink(link); err == nil && cur == target {
 		return nil

@@ -22,11 +22,7 @@ func (w *podWorker) step(ctx context.Context) bool {
 		// deletion waits until it is heard from again.
 		return false
 	}
-	w.mu.Lock()
-	if w.resynced {
-		w.resynced, w.lastPatch, w.conds = false, nil, nil
-	}
-	w.mu.Unlock()
+	w.takeResync()
 	now := time.Now()
 	if !w.retryAt.IsZero() && !now.Before(w.retryAt) {
 		w.retryAt = time.Time{}
@@ -34,68 +30,89 @@ func (w *podWorker) step(ctx context.Context) bool {
 	if gone || pod.DeletionTimestamp != nil {
 		return w.terminate(ctx, pod, gone)
 	}
-	if w.terminal {
+	if w.terminal || !w.ensureSetUp(pod, now) || !w.ensureMounted(ctx, pod, now) {
 		return false
 	}
-	if !w.setUp {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			// Finished under an earlier runtime: nothing to run, only
-			// the deletion to carry out.
-			w.terminal = true
-			return false
-		}
-		if err := w.setup(); err != nil {
-			w.r.log.Error(err, "pod setup failed", "pod", w.ns+"/"+w.name)
-			w.retryAt = now.Add(retryDelay)
-			return false
-		}
-	}
-	if !w.mounted {
-		if !w.retryAt.IsZero() {
-			return false
-		}
-		if err := w.mountAll(ctx, pod); err != nil {
-			w.mountErr = err
-			w.retryAt = now.Add(retryDelay)
-			w.writeStatus(ctx, pod)
-			return false
-		}
-		w.mountErr = nil
-		w.mounted = true
-	} else {
-		w.refreshVolumes(ctx, pod, now)
-	}
-
-	initDone := true
-	failedInit := false
-	for _, c := range w.ctrs {
-		if !c.init {
-			continue
-		}
-		if c.term != nil && c.term.ExitCode == 0 {
-			continue
-		}
-		initDone = false
-		if c.term != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			failedInit = true
-			break
-		}
-		w.maybeStart(ctx, pod, c, now, true)
-		break
-	}
-	if initDone && !failedInit {
-		for _, c := range w.ctrs {
-			if !c.init {
-				w.maybeStart(ctx, pod, c, now, false)
-			}
-		}
-	}
+	failedInit := w.startContainers(ctx, pod, now)
 	w.phase = w.computePhase(pod, failedInit, false)
 	w.writeStatus(ctx, pod)
 	if w.phase == corev1.PodSucceeded || w.phase == corev1.PodFailed {
 		w.terminal = true
 		for _, c := range w.ctrs {
 			c.stopProbes()
+		}
+	}
+	return false
+}
+
+// takeResync forgets what was last sent, so that the next status is
+// written afresh whatever others wrote meanwhile.
+func (w *podWorker) takeResync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.resynced {
+		w.resynced, w.lastPatch, w.conds = false, nil, nil
+	}
+}
+
+// ensureSetUp sets the pod up on its first step and reports whether it
+// has anything to run.
+func (w *podWorker) ensureSetUp(pod *corev1.Pod, now time.Time) bool {
+	if w.setUp {
+		return true
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		// Finished under an earlier runtime: nothing to run, only the
+		// deletion to carry out.
+		w.terminal = true
+		return false
+	}
+	if err := w.setup(); err != nil {
+		w.r.log.Error(err, "pod setup failed", "pod", w.ns+"/"+w.name)
+		w.retryAt = now.Add(retryDelay)
+		return false
+	}
+	return true
+}
+
+// ensureMounted mounts the pod's volumes once, or brings mounted ones up
+// to date, and reports whether its containers can start.
+func (w *podWorker) ensureMounted(ctx context.Context, pod *corev1.Pod, now time.Time) bool {
+	if w.mounted {
+		w.refreshVolumes(ctx, pod, now)
+		return true
+	}
+	if !w.retryAt.IsZero() {
+		return false
+	}
+	if err := w.mountAll(ctx, pod); err != nil {
+		w.mountErr = err
+		w.retryAt = now.Add(retryDelay)
+		w.writeStatus(ctx, pod)
+		return false
+	}
+	w.mountErr = nil
+	w.mounted = true
+	return true
+}
+
+// startContainers starts the init containers one at a time, in order, and
+// the others once every init container has succeeded. It reports whether
+// an init container failed for good.
+func (w *podWorker) startContainers(ctx context.Context, pod *corev1.Pod, now time.Time) (failedInit bool) {
+	for _, c := range w.ctrs {
+		if !c.init || c.succeeded() {
+			continue
+		}
+		if c.term != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			return true
+		}
+		w.maybeStart(ctx, pod, c, now, true)
+		return false
+	}
+	for _, c := range w.ctrs {
+		if !c.init {
+			w.maybeStart(ctx, pod, c, now, false)
 		}
 	}
 	return false

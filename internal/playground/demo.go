@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,60 +81,19 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 		return err
 	}
 	opOpts := controller.DefaultOptions()
-	// As the shipped binary's config: no client-side rate limit.
-	opCfg := rest.CopyConfig(l.ControlPlane.Config)
-	opCfg.QPS = -1
-	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(opOpts),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		return fmt.Errorf("creating the operator: %w", err)
-	}
-	// The operator's own namespace, where it keeps the metering records.
-	nc, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	if err := nc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opOpts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", opOpts.Namespace, err)
-	}
-	if err := controller.SetupWithRuntime(mgr, opOpts, controller.Runtime{NodePath: l.Runtime.HostPath}); err != nil {
-		return err
-	}
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	mgrDone, err := startOperator(mgrCtx, l, scheme, opOpts)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "operator running (log: %s)\n", logFile.Name())
 
-	c, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
+	sample, err := installSample(ctx, out, l, scheme, filepath.Join(root, "config", "samples"), dir, opOpts.ClusterDomain)
 	if err != nil {
 		return err
 	}
-	sample, err := Install(ctx, c, filepath.Join(root, "config", "samples"), dir, opOpts.ClusterDomain)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "applied config/samples: ValkeyImage valkey-8, ValkeyConfig standard, ValkeyCluster %s/%s\n", Namespace, Cluster)
-	if err := waitActive(ctx, c, func(state, message string) {
-		if message != "" {
-			state += ": " + message
-		}
-		fmt.Fprintf(out, "ValkeyCluster %s/%s: %s\n", Namespace, Cluster, state)
-	}); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\nready after %s. Try:\n\n", time.Since(start).Round(time.Second))
-	fmt.Fprintf(out, "  kubectl --kubeconfig %s get valkeyclusters,valkeynodes -A\n", l.Kubeconfig)
-	if opts.EtcHosts {
-		fmt.Fprintf(out, "  %s\n", sample.Command())
-	} else {
-		fmt.Fprintf(out, "  (run as root, or with --etc-hosts, for pod names to resolve outside this process)\n")
-	}
-	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
+	printTryCommands(out, time.Since(start), l.Kubeconfig, sample, opts.EtcHosts)
 	if opts.Ready != nil {
 		if err := opts.Ready(ctx, sample); err != nil {
 			return err
@@ -147,4 +107,69 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 		}
 	}
 	return nil
+}
+
+// startOperator sets the operator up against l and runs it until ctx ends;
+// the returned channel receives what its manager returned.
+func startOperator(ctx context.Context, l *localkube.Local, scheme *runtime.Scheme, opOpts controller.Options) (<-chan error, error) {
+	// As the shipped binary's config: no client-side rate limit.
+	opCfg := rest.CopyConfig(l.ControlPlane.Config)
+	opCfg.QPS = -1
+	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  controller.CacheOptions(opOpts),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the operator: %w", err)
+	}
+	// The operator's own namespace, where it keeps the metering records.
+	nc, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opOpts.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s: %w", opOpts.Namespace, err)
+	}
+	if err := controller.SetupWithRuntime(mgr, opOpts, controller.Runtime{NodePath: l.Runtime.HostPath}); err != nil {
+		return nil, err
+	}
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(ctx) }()
+	return mgrDone, nil
+}
+
+// installSample applies the samples and waits, reporting progress to out,
+// until the sample cluster is Active.
+func installSample(ctx context.Context, out io.Writer, l *localkube.Local, scheme *runtime.Scheme, samplesDir, dir, clusterDomain string) (*Sample, error) {
+	c, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	sample, err := Install(ctx, c, samplesDir, dir, clusterDomain)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "applied config/samples: ValkeyImage valkey-8, ValkeyConfig standard, ValkeyCluster %s/%s\n", Namespace, Cluster)
+	if err := waitActive(ctx, c, func(state, message string) {
+		if message != "" {
+			state += ": " + message
+		}
+		fmt.Fprintf(out, "ValkeyCluster %s/%s: %s\n", Namespace, Cluster, state)
+	}); err != nil {
+		return nil, err
+	}
+	return sample, nil
+}
+
+func printTryCommands(out io.Writer, took time.Duration, kubeconfig string, sample *Sample, etcHosts bool) {
+	fmt.Fprintf(out, "\nready after %s. Try:\n\n", took.Round(time.Second))
+	fmt.Fprintf(out, "  kubectl --kubeconfig %s get valkeyclusters,valkeynodes -A\n", kubeconfig)
+	if etcHosts {
+		fmt.Fprintf(out, "  %s\n", sample.Command())
+	} else {
+		fmt.Fprintf(out, "  (run as root, or with --etc-hosts, for pod names to resolve outside this process)\n")
+	}
+	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
 }

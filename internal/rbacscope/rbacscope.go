@@ -56,6 +56,8 @@ var Scopes = map[schema.GroupResource]Scope{
 	{Group: "valkey.gomomento.com", Resource: "valkeyconfigs"}: Cluster,
 	{Group: "valkey.gomomento.com", Resource: "valkeyimages"}:  Cluster,
 	{Group: "valkey.gomomento.com", Resource: "valkeyroles"}:   Cluster,
+	// Whether a claim's StorageClass allows expansion.
+	{Group: "storage.k8s.io", Resource: "storageclasses"}: Cluster,
 	// The metrics endpoint's reviews are not namespaced.
 	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:        Cluster,
 	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}: Cluster,

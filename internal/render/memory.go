@@ -32,7 +32,12 @@ import (
 //   - the fork that streams the snapshot to a replica: every page the
 //     primary writes while it runs is copied, and allocator fragmentation
 //     adds to the data set's resident size. A quarter of what remains, a
-//     third of maxmemory, is kept for both.
+//     third of maxmemory, is kept for both. A persistent node's rewrite of
+//     its append-only file forks the same way, and needs no share of its
+//     own: Valkey runs one child at a time, so a sync waits for a rewrite
+//     and a rewrite for a sync (TestRewriteAndSyncNeverForkTogether), and
+//     since Valkey 7 a rewrite keeps no buffer of the writes made meanwhile
+//     (they go to a new incremental file).
 //
 // So maxmemory = 3/4 × (L − L/8 − min(32Mi, L/4)).
 const (

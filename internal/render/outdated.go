@@ -11,8 +11,10 @@ import (
 // Outdated says whether an existing node must be replaced to match desired,
 // and why, for the status message and the log. Only what a running node
 // cannot take in place counts: image, cpu, memory, valkey settings, zones
-// (as a set), nodeSelector, the volume (until claims are resized in place)
-// and whether the pod runs the metrics exporter.
+// (as a set), nodeSelector, the volume's class and write mode, and whether
+// the pod runs the metrics exporter. The volume's size is not among them:
+// a claim grows in place (VolumeSizing), and a smaller size is refused, not
+// rolled.
 // zoneSpread, the exporter's image and pod annotations only affect pods
 // created later or are patched in place (a new operator release with
 // another exporter image must not roll every cluster); lifecycle is the
@@ -48,6 +50,7 @@ func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 	return false, ""
 }
 
+// persistenceChange is a change that needs a new claim; a size never does.
 func persistenceChange(a, b *v1alpha1.NodePersistence) (string, bool) {
 	switch {
 	case a == nil && b == nil:
@@ -56,8 +59,6 @@ func persistenceChange(a, b *v1alpha1.NodePersistence) (string, bool) {
 		return "persistence enabled", true
 	case b == nil:
 		return "persistence disabled", true
-	case !a.Size.Equal(b.Size):
-		return fmt.Sprintf("persistence size changed from %s to %s", a.Size.String(), b.Size.String()), true
 	case a.StorageClassName != b.StorageClassName:
 		return fmt.Sprintf("storage class changed from %q to %q", a.StorageClassName, b.StorageClassName), true
 	case a.Appendfsync != b.Appendfsync:

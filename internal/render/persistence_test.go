@@ -156,10 +156,27 @@ func TestPersistenceChangeReplacesNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outdated, _ := Outdated(with, resized); !outdated {
-		t.Error("a node is not outdated when its volume size changes (no in-place resize yet)")
+	if outdated, why := Outdated(with, resized); outdated {
+		t.Errorf("a node is outdated when only its volume size changes (%s); its claim is expanded in place", why)
+	}
+	if outdated, why := Outdated(resized, with); outdated {
+		t.Errorf("a node is outdated by a smaller size (%s); a shrink is refused in the status, never rolled", why)
 	}
 	if outdated, why := Outdated(with, with); outdated {
 		t.Errorf("a persistent node outdated against itself: %s", why)
+	}
+	for _, other := range []v1alpha1.Persistence{
+		{Size: resource.MustParse("2Gi"), StorageClassName: "fast"},
+		{Size: resource.MustParse("1Gi"), Appendfsync: v1alpha1.AppendFsyncAlways},
+	} {
+		r := r
+		r.Persistence = &other
+		spec, err := c.NodeSpec(&r, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if outdated, _ := Outdated(with, spec); !outdated {
+			t.Errorf("a node is not outdated when its volume becomes %+v: a class or mode needs a new claim", other)
+		}
 	}
 }

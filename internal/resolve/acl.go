@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -8,7 +9,7 @@ import (
 
 // Roles fetches ValkeyRoles; not-found is reported as for Menu.
 type Roles interface {
-	Role(name string) (*v1alpha1.ValkeyRole, error)
+	Role(ctx context.Context, name string) (*v1alpha1.ValkeyRole, error)
 }
 
 // MergeACL appends the cluster's own bindings to the config's. A username
@@ -38,7 +39,7 @@ type User struct {
 
 // Users resolves every roleRef. One missing role fails the whole list,
 // because a partial ACL file would silently drop a user's rules.
-func Users(roles Roles, bindings []v1alpha1.AclBinding) ([]User, error) {
+func Users(ctx context.Context, roles Roles, bindings []v1alpha1.AclBinding) ([]User, error) {
 	cache := map[string]*v1alpha1.ValkeyRole{}
 	users := make([]User, 0, len(bindings))
 	for _, b := range bindings {
@@ -47,7 +48,7 @@ func Users(roles Roles, bindings []v1alpha1.AclBinding) ([]User, error) {
 			role, ok := cache[p.RoleRef]
 			if !ok {
 				var err error
-				role, err = roles.Role(p.RoleRef)
+				role, err = roles.Role(ctx, p.RoleRef)
 				switch {
 				case isNotFound(err) || (err == nil && role == nil):
 					return nil, roleNotFound(p.RoleRef, b.Username)

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -149,7 +150,7 @@ func TestUsers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Users(fakeMenu{roles: roles, apiErr: tt.apiErr, fail: tt.fail}, tt.bindings)
+			got, err := Users(context.Background(), fakeMenu{roles: roles, apiErr: tt.apiErr, fail: tt.fail}, tt.bindings)
 			var rerr *Error
 			switch {
 			case tt.wrapped:

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
@@ -15,8 +16,8 @@ const maxChainDepth = 10
 // as an error satisfying errors.Is(err, errNotFound), or as a Kubernetes
 // NotFound error; any other error aborts resolution unchanged (wrapped).
 type Menu interface {
-	Config(name string) (*v1alpha1.ValkeyConfig, error)
-	Image(name string) (*v1alpha1.ValkeyImage, error)
+	Config(ctx context.Context, name string) (*v1alpha1.ValkeyConfig, error)
+	Image(ctx context.Context, name string) (*v1alpha1.ValkeyImage, error)
 }
 
 // Result is the effective node settings of one config chain.
@@ -53,8 +54,8 @@ type Result struct {
 }
 
 // Config resolves the chain starting at the ValkeyConfig called name.
-func Config(menu Menu, name string) (*Result, error) {
-	configs, err := walk(menu, name)
+func Config(ctx context.Context, menu Menu, name string) (*Result, error) {
+	configs, err := walk(ctx, menu, name)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func Config(menu Menu, name string) (*Result, error) {
 		}
 	}
 
-	img, err := menu.Image(imageName)
+	img, err := menu.Image(ctx, imageName)
 	switch {
 	case isNotFound(err) || (err == nil && img == nil):
 		return nil, imageNotFound(imageName, r.Chain)
@@ -134,7 +135,7 @@ func Config(menu Menu, name string) (*Result, error) {
 // walk fetches the chain child to root, exactly as the documented operator:
 // the depth check comes before each fetch, so ten configs resolve and an
 // eleventh (or a cycle) fails.
-func walk(menu Menu, name string) ([]*v1alpha1.ValkeyConfig, error) {
+func walk(ctx context.Context, menu Menu, name string) ([]*v1alpha1.ValkeyConfig, error) {
 	var (
 		configs []*v1alpha1.ValkeyConfig
 		names   []string
@@ -144,7 +145,7 @@ func walk(menu Menu, name string) ([]*v1alpha1.ValkeyConfig, error) {
 			return nil, chainTooDeep(names)
 		}
 		names = append(names, cur)
-		cfg, err := menu.Config(cur)
+		cfg, err := menu.Config(ctx, cur)
 		switch {
 		case isNotFound(err) || (err == nil && cfg == nil):
 			return nil, configNotFound(cur, names)

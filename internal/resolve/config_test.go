@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -34,7 +35,7 @@ func (m fakeMenu) missing(kind, name string) error {
 	return fmt.Errorf("%s %q: %w", kind, name, errNotFound)
 }
 
-func (m fakeMenu) Config(name string) (*v1alpha1.ValkeyConfig, error) {
+func (m fakeMenu) Config(_ context.Context, name string) (*v1alpha1.ValkeyConfig, error) {
 	if m.fail[name] {
 		return nil, errBoom
 	}
@@ -45,7 +46,7 @@ func (m fakeMenu) Config(name string) (*v1alpha1.ValkeyConfig, error) {
 	return &v1alpha1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, nil
 }
 
-func (m fakeMenu) Image(name string) (*v1alpha1.ValkeyImage, error) {
+func (m fakeMenu) Image(_ context.Context, name string) (*v1alpha1.ValkeyImage, error) {
 	if m.fail[name] {
 		return nil, errBoom
 	}
@@ -56,7 +57,7 @@ func (m fakeMenu) Image(name string) (*v1alpha1.ValkeyImage, error) {
 	return &v1alpha1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, nil
 }
 
-func (m fakeMenu) Role(name string) (*v1alpha1.ValkeyRole, error) {
+func (m fakeMenu) Role(_ context.Context, name string) (*v1alpha1.ValkeyRole, error) {
 	if m.fail[name] {
 		return nil, errBoom
 	}
@@ -325,7 +326,7 @@ func TestConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Config(fakeMenu{configs: tt.configs, images: images, fail: tt.fail, apiErr: tt.apiErr}, tt.start)
+			got, err := Config(context.Background(), fakeMenu{configs: tt.configs, images: images, fail: tt.fail, apiErr: tt.apiErr}, tt.start)
 			if tt.wrapped {
 				var rerr *Error
 				if !errors.Is(err, errBoom) || errors.As(err, &rerr) {
@@ -365,7 +366,7 @@ func TestConfigDoesNotAliasTheMenu(t *testing.T) {
 		}},
 		images: images,
 	}
-	got, err := Config(menu, "std")
+	got, err := Config(context.Background(), menu, "std")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 )
 
 // unreachableToleration is how long, in seconds, the silenced pods tolerate
@@ -31,6 +33,11 @@ const unreachableToleration = 20
 // and the cluster waits for the processes to exit, reporting it. Once the
 // node is heard from again the evicted pods stop and are replaced; every
 // write acknowledged before and throughout is readable.
+// A persistent 1x2 cluster, one member per zone, has a member on the same
+// node: its evicted pod's process runs on with its volume, so no second
+// pod may start on that volume while it does (the ValkeyNode keeps its one
+// terminating pod), and once the node is back the member comes back on its
+// volume as itself, with every acknowledged write.
 // Not parallel: it silences a Kubernetes node the other tests' pods run on.
 func TestChaosNodeHeartbeatLost(t *testing.T) {
 	ctx := context.Background()
@@ -38,6 +45,13 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 	c := clusterClient(t, seedOf(key), nil)
 	before := writeKeys(t, c, "before", 2000)
 	waitReplicated(t, c)
+
+	dkey := newDurableCluster(t, "chaos-heartbeat-durable", 1, 2, withSpec(func(s *valkeyv1.ValkeyClusterSpec) {
+		s.Placement = &valkeyv1.Placement{ZoneSpread: valkeyv1.ZoneSpreadRequired}
+	}))
+	dc := clusterClient(t, seedOf(dkey), nil)
+	dbefore := writeKeys(t, dc, "durable-before", 1000)
+	waitReplicated(t, dc)
 
 	vc := getCluster(t, key)
 	pods := clusterPods(t, key)
@@ -49,9 +63,18 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 		}
 	}
 	slices.Sort(onNode)
-	t.Logf("silencing %s, which runs %v (primary of shard 0: %s)", silent, onNode, vc.Status.ShardStatuses[0].Primary)
-	for _, name := range onNode {
-		p := pods[name]
+	var durable *corev1.Pod
+	for _, p := range clusterPods(t, dkey) {
+		if p.Spec.NodeName == silent {
+			durable = p
+		}
+	}
+	if durable == nil {
+		t.Fatalf("no member of the persistent cluster on %s, although its 3 members must be one per zone", silent)
+	}
+	durableID := podMyself(t, dkey.Namespace, durable.Name).ID
+	t.Logf("silencing %s, which runs %v (primary of shard 0: %s) and the persistent %s", silent, onNode, vc.Status.ShardStatuses[0].Primary, durable.Name)
+	for _, p := range append([]*corev1.Pod{durable}, podsNamed(pods, onNode)...) {
 		orig := p.DeepCopy()
 		shortened := false
 		for i, tol := range p.Spec.Tolerations {
@@ -61,12 +84,13 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 			}
 		}
 		if !shortened {
-			t.Fatalf("pod %s has no toleration of %s to shorten: %v", name, corev1.TaintNodeUnreachable, p.Spec.Tolerations)
+			t.Fatalf("pod %s has no toleration of %s to shorten: %v", p.Name, corev1.TaintNodeUnreachable, p.Spec.Tolerations)
 		}
 		if err := k8sClient.Patch(ctx, p, client.MergeFrom(orig)); err != nil {
-			t.Fatalf("shortening the toleration of pod %s: %v", name, err)
+			t.Fatalf("shortening the toleration of pod %s: %v", p.Name, err)
 		}
 	}
+	dload := startLoad(dc, "durable-heartbeat")
 
 	truth := watchTruth(t, key)
 	shards := watchShards(t, key, 2)
@@ -97,6 +121,9 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 	t.Logf("%s NotReady %s after its heartbeat stopped", silent, time.Since(paused).Round(time.Second))
 
 	eventually(t, 2*time.Minute, "the pods on "+silent+" evicted", func() error {
+		if p := getPod(t, dkey.Namespace, durable.Name); p.DeletionTimestamp == nil {
+			return fmt.Errorf("persistent pod %s not evicted yet", durable.Name)
+		}
 		for _, name := range onNode {
 			var p corev1.Pod
 			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, &p); err != nil {
@@ -138,6 +165,20 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 			t.Fatalf("the operator forgot %s while its process still ran (%d Forget Events)", name, k)
 		}
 	}
+	// Its volume is in use by a process that runs on: the node has its one
+	// pod, terminating, and no other pod may start on that volume.
+	if p := getPod(t, dkey.Namespace, durable.Name); p.UID != durable.UID {
+		t.Fatalf("persistent node %s got a new pod %s while its evicted one's process still ran on its volume", durable.Name, p.UID)
+	}
+	if n, err := dialPod(dkey.Namespace, durable.Name); err != nil {
+		t.Fatalf("evicted persistent pod %s: %v", durable.Name, err)
+	} else {
+		err = n.Ping(ctx)
+		n.Close()
+		if err != nil {
+			t.Fatalf("evicted persistent pod %s no longer answers: %v", durable.Name, err)
+		}
+	}
 	vc = getCluster(t, key)
 	t.Logf("while the evicted pods run on: state %s, conditions %v", vc.Status.State, conditionSummary(vc))
 
@@ -160,9 +201,35 @@ func TestChaosNodeHeartbeatLost(t *testing.T) {
 	acked := load.finish(t)
 	checkAll(t, c, before)
 	checkAll(t, c, acked)
+
+	eventually(t, 3*time.Minute, durable.Name+" back on its volume", func() error {
+		p := getPod(t, dkey.Namespace, durable.Name)
+		if p.UID == durable.UID || p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("%s", podPhase(dkey.Namespace, durable.Name))
+		}
+		return nil
+	})
+	dvc := waitConverged(t, dkey, 1, 2, 5*time.Minute)
+	if !slices.Contains(dvc.Status.Nodes, durable.Name) {
+		t.Errorf("persistent node %s was replaced: members %v", durable.Name, dvc.Status.Nodes)
+	}
+	if id := podMyself(t, dkey.Namespace, durable.Name).ID; id != durableID {
+		t.Errorf("%s came back as %s, was %s", durable.Name, id, durableID)
+	}
+	dacked := dload.finish(t)
+	checkAll(t, dc, dbefore)
+	checkAll(t, dc, dacked)
 	for _, p := range clusterPods(t, key) {
 		if !slices.Contains(vc.Status.Nodes, p.Name) {
 			t.Errorf("pod %s is not a member of the converged cluster", p.Name)
 		}
 	}
+}
+
+func podsNamed(pods map[string]*corev1.Pod, names []string) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(names))
+	for _, n := range names {
+		out = append(out, pods[n])
+	}
+	return out
 }

@@ -46,9 +46,9 @@ func newPlainCluster(t testing.TB, ns, name string, shards, replicas int) client
 
 // newClusterWith creates a plaintext cluster of the config in an existing
 // namespace, deleted when the test ends, and waits for it to converge.
-func newClusterWith(t testing.TB, ns, name, config string, shards, replicas int) client.ObjectKey {
+func newClusterWith(t testing.TB, ns, name, config string, shards, replicas int, edits ...func(*valkeyv1.ValkeyClusterSpec)) client.ObjectKey {
 	t.Helper()
-	key := createCluster(t, ns, name, config, shards, replicas)
+	key := createCluster(t, ns, name, config, shards, replicas, edits...)
 	waitConverged(t, key, shards, replicas, 5*time.Minute)
 	return key
 }

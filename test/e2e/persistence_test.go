@@ -214,7 +214,7 @@ func TestPersistenceFullRestartReforms(t *testing.T) {
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			t.Parallel()
-			fullRestart(t, newDurableClusterOn(t, tc.ns, tc.version, tc.mode, 3, 1), tc.mode)
+			fullRestart(t, newDurableCluster(t, tc.ns, 3, 1, onValkey(tc.version), withFsync(tc.mode)), tc.mode)
 		})
 	}
 }
@@ -453,24 +453,56 @@ func (h *activeHonesty) stop() []string {
 	return slices.Clone(h.lies)
 }
 
-// newDurableCluster creates namespace ns and in it the cluster "durable"
-// of the given shape on Valkey 8.0.1, with a 1Gi volume per node and
-// appendfsync always, so every acknowledged write is on its volume.
-func newDurableCluster(t *testing.T, ns string, shards, replicas int) client.ObjectKey {
-	t.Helper()
-	return newDurableClusterOn(t, ns, "8.0.1", valkeyv1.AppendFsyncAlways, shards, replicas)
+// durable is how newDurableCluster makes its cluster.
+type durable struct {
+	version     string
+	persistence valkeyv1.Persistence
+	valkey      map[string]string
+	edits       []func(*valkeyv1.ValkeyClusterSpec)
 }
 
-// newDurableClusterOn is newDurableCluster on another version or mode.
-func newDurableClusterOn(t *testing.T, ns, version string, mode valkeyv1.AppendFsync, shards, replicas int) client.ObjectKey {
+// durableOption sets one thing a test's persistent cluster needs.
+type durableOption func(*durable)
+
+func onValkey(version string) durableOption { return func(d *durable) { d.version = version } }
+
+func withFsync(mode valkeyv1.AppendFsync) durableOption {
+	return func(d *durable) { d.persistence.Appendfsync = mode }
+}
+
+func onStorageClass(class string) durableOption {
+	return func(d *durable) { d.persistence.StorageClassName = class }
+}
+
+// withValkeySetting sets one entry of the config's valkey map, such as a
+// maxmemory large enough for a benchmark's data set.
+func withValkeySetting(key, value string) durableOption {
+	return func(d *durable) { d.valkey[key] = value }
+}
+
+func withVolumeSize(size resource.Quantity) durableOption {
+	return func(d *durable) { d.persistence.Size = size }
+}
+
+func withSpec(edit func(*valkeyv1.ValkeyClusterSpec)) durableOption {
+	return func(d *durable) { d.edits = append(d.edits, edit) }
+}
+
+// newDurableCluster creates namespace ns and in it the cluster "durable"
+// of the given shape, with a 1Gi volume per node of the default class, on
+// Valkey 8.0.1 with appendfsync always (so every acknowledged write is on
+// its volume) unless opts say otherwise.
+func newDurableCluster(t testing.TB, ns string, shards, replicas int, opts ...durableOption) client.ObjectKey {
 	t.Helper()
+	d := durable{version: "8.0.1", persistence: valkeyv1.Persistence{Size: resource.MustParse("1Gi"), Appendfsync: valkeyv1.AppendFsyncAlways},
+		valkey: map[string]string{"maxmemory": "64mb"}}
+	for _, opt := range opts {
+		opt(&d)
+	}
 	createNamespace(t, ns)
-	cfg := createConfig(t, menuConfigName(ns), version, valkeyv1.ValkeyConfigSpec{
-		Valkey: map[string]string{"maxmemory": "64mb"},
-		Persistence: &valkeyv1.Persistence{
-			Size:        resource.MustParse("1Gi"),
-			Appendfsync: mode,
-		},
+	cfg := createConfig(t, menuConfigName(ns), d.version, valkeyv1.ValkeyConfigSpec{
+		Valkey:      d.valkey,
+		Persistence: &d.persistence,
 	})
-	return newClusterWith(t, ns, "durable", cfg, shards, replicas)
+	return newClusterWith(t, ns, "durable", cfg, shards, replicas, d.edits...)
 }
