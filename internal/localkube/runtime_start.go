@@ -54,7 +54,7 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		r.heartbeat(r.ctx)
 	}()
 	if opts.EtcHosts {
-		if r.hosts, err = r.startHostsWriter(opts.EtcHostsPath); err != nil {
+		if r.hosts, err = r.startHostsWriter(r.opts.EtcHostsPath); err != nil {
 			return nil, err
 		}
 	}
