@@ -69,6 +69,9 @@ func (r *ClusterReconciler) observe(ctx context.Context, s *clusterScope) (phase
 	if err := r.buildMembers(ctx, o, conn, desired); err != nil {
 		return phaseResult{}, err
 	}
+	if err := r.readStorage(ctx, o); err != nil {
+		return phaseResult{}, err
+	}
 	s.o, s.conn, s.desired = o, conn, desired
 	return nextPhase, nil
 }

@@ -26,8 +26,12 @@ import (
 // whenever the pod is gone: its data and identity are on its claim.
 type nodeReconciler struct {
 	client.Client
-	Options  Options
-	Recorder events.EventRecorder
+	// APIReader reads a persistent node's claim before its pod is created
+	// again: only the API server's word that the claim is gone or going
+	// withholds the pod, never a cache that has not caught up.
+	APIReader client.Reader
+	Options   Options
+	Recorder  events.EventRecorder
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -50,7 +54,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if node.Spec.Lifecycle != valkeyv1.LifecycleJoining || podCreated {
 		return ctrl.Result{}, nil
 	}
-	pod, err := r.createObjects(ctx, &node)
+	pod, err := r.createObjects(ctx, &node, true)
 	if err != nil || pod == nil {
 		return ctrl.Result{}, err
 	}
@@ -70,9 +74,10 @@ func comesBack(node *valkeyv1.ValkeyNode) bool {
 	return node.Spec.Persistence != nil && node.Spec.Lifecycle != valkeyv1.LifecycleLeaving
 }
 
-// createObjects creates the node's ConfigMap, claim and pod, each unless it
-// exists; it returns the pod, nil when the cluster is gone.
-func (r *nodeReconciler) createObjects(ctx context.Context, node *valkeyv1.ValkeyNode) (*corev1.Pod, error) {
+// createObjects creates the node's ConfigMap, its claim when withClaim,
+// and its pod, each unless it exists; it returns the pod, nil when the
+// cluster is gone.
+func (r *nodeReconciler) createObjects(ctx context.Context, node *valkeyv1.ValkeyNode, withClaim bool) (*corev1.Pod, error) {
 	log := logf.FromContext(ctx)
 	var vc valkeyv1.ValkeyCluster
 	if err := r.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Spec.ClusterName}, &vc); err != nil {
@@ -91,7 +96,7 @@ func (r *nodeReconciler) createObjects(ctx context.Context, node *valkeyv1.Valke
 	if err != nil {
 		return nil, fmt.Errorf("rendering claim of node %s: %w", node.Name, err)
 	}
-	if pvc != nil {
+	if pvc != nil && withClaim {
 		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating PersistentVolumeClaim %s: %w", pvc.Name, err)
 		}
@@ -114,13 +119,22 @@ func (r *nodeReconciler) createObjects(ctx context.Context, node *valkeyv1.Valke
 // bringBack gives a persistent node its pod again: a pod that ended (an
 // eviction; a crash restarts in place) is deleted, a deleted one created
 // anew on the same claim. A pod still stopping is waited for: its delete
-// event brings the node back here.
+// event brings the node back here. The claim is never created again: one
+// gone since the first pod took the node's data with it, and a new, empty
+// one would bring the node back without its keys or identity, a loss
+// nobody is told of. Without a usable claim the node gets no pod; it
+// stays pending until the cluster controller, on proof, gives it up
+// (topology.VolumeLost).
 func (r *nodeReconciler) bringBack(ctx context.Context, node *valkeyv1.ValkeyNode) error {
 	var pod corev1.Pod
 	err := r.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Name}, &pod)
 	switch {
 	case apierrors.IsNotFound(err):
-		_, err := r.createObjects(ctx, node)
+		usable, err := r.claimUsable(ctx, node)
+		if err != nil || !usable {
+			return err
+		}
+		_, err = r.createObjects(ctx, node, false)
 		return err
 	case err != nil:
 		return fmt.Errorf("reading pod of node %s: %w", node.Name, err)
@@ -130,6 +144,22 @@ func (r *nodeReconciler) bringBack(ctx context.Context, node *valkeyv1.ValkeyNod
 		}
 	}
 	return nil
+}
+
+// claimUsable: the persistent node's claim exists and is not being
+// deleted. A pod is never created on a claim being deleted: a kubelet
+// refuses to start it, and while a scheduled pod names the claim, the
+// claim's protection keeps it from going, so neither would ever end.
+func (r *nodeReconciler) claimUsable(ctx context.Context, node *valkeyv1.ValkeyNode) (bool, error) {
+	var claim corev1.PersistentVolumeClaim
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: render.NodeClaimName(node.Name)}, &claim)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the claim of node %s: %w", node.Name, err)
+	}
+	return claim.DeletionTimestamp.IsZero(), nil
 }
 
 // finalize deletes the node's pod and ConfigMap. Owner references would let

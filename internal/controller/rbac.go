@@ -43,12 +43,18 @@ package controller
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;delete
 //
-// A persistent node's claim is created with it and collected with it
-// (owner reference); its request is raised when persistence.size grows,
-// and the cluster watches its capacity follow. Whether its StorageClass
-// allows expansion is read around the cache, only when a claim is to grow:
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create;list;watch;patch
+// A persistent node's claim is created with its first pod and collected
+// with it (owner reference); its request is raised when persistence.size
+// grows, and the cluster watches its capacity follow. Whether its
+// StorageClass allows expansion is read around the cache, only when a
+// claim is to grow. The claim is read around the cache before the node's
+// pod is created again on it, and, while the node's pod does not run, so
+// are the claim's volume and the Kubernetes node the volume is pinned to:
+// proof that the node's data is gone for good:
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create;list;watch;patch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 //
 // The auth, ACL and node TLS Secrets, and the user's TLS Secret (get, read
 // around the cache, which holds only the operator's own Secrets); delete

@@ -49,6 +49,10 @@ var Scopes = map[schema.GroupResource]Scope{
 	// Events go where the object they are about is: a cluster's in its
 	// namespace, a metering record's in the operator's.
 	{Group: "events.k8s.io", Resource: "events"}: Watched | Operator,
+	// A persistent node's volume and the Kubernetes node it is pinned
+	// to have no namespace.
+	{Group: "", Resource: "persistentvolumes"}: Cluster,
+	{Group: "", Resource: "nodes"}:             Cluster,
 	// The platform team's menu has no namespace.
 	{Group: "valkey.gomomento.com", Resource: "valkeyconfigs"}: Cluster,
 	{Group: "valkey.gomomento.com", Resource: "valkeyimages"}:  Cluster,

@@ -150,8 +150,13 @@ const (
 	// ReasonPrimaryLostNoReplica: a primary is gone with no replica that
 	// holds its keys; they are lost and a fresh primary takes its slots.
 	ReasonPrimaryLostNoReplica = "primary lost with no replica, forgetting it; a fresh primary takes its slots"
-	ReasonNodeSilent           = "waiting for node to answer"
-	ReasonMeet                 = "cluster meet issued"
+	// ReasonVolumeLost: a persistent node's claim, volume or the
+	// Kubernetes node its volume is pinned to is gone for good (see
+	// VolumeLost); it can never come back with its data, so it goes like
+	// a node whose process is lost, and is replaced.
+	ReasonVolumeLost = "deleting a node whose volume is lost for good"
+	ReasonNodeSilent = "waiting for node to answer"
+	ReasonMeet       = "cluster meet issued"
 	// ReasonReaddress: members that kept their node IDs across new pods
 	// know each other only at their old addresses; each is met at the
 	// address it answers from now.

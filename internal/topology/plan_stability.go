@@ -236,6 +236,10 @@ func (w *world) removeDead() (Action, bool) {
 			// that knows it, or one the operator cannot ask this tick.
 			continue
 		}
+		if n.volumeLost != "" {
+			return Action{Kind: KindDeleteNode, Tier: w.departureTier(n), Reason: ReasonVolumeLost,
+				Detail: n.Name + ": " + n.volumeLost, DeleteNode: &NodeRef{Node: n.Name}}, true
+		}
 		return Action{Kind: KindDeleteNode, Tier: w.departureTier(n), Reason: "deleting dead node",
 			Detail: n.Name, DeleteNode: &NodeRef{Node: n.Name}}, true
 	}

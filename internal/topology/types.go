@@ -115,7 +115,43 @@ type Member struct {
 	PodCreated bool
 	// View is nil when the node could not be asked this tick.
 	View *View
+	// Storage is what the API server says of a persistent node's
+	// volume, read while its pod does not run; nil when not read.
+	Storage *Storage
 }
+
+// Storage is what the API server itself, asked around the operator's
+// cache, says of a persistent node's pod, claim, volume and the
+// Kubernetes node the volume is pinned to. A cache miss or a label says
+// nothing about any of them: only these reads do.
+type Storage struct {
+	// PodRuns: the node's pod exists and a container of it runs.
+	PodRuns bool
+	// Claim is the node's PersistentVolumeClaim.
+	Claim string
+	// ClaimPhase is the claim's phase; ClaimMissing when it does not
+	// exist.
+	ClaimPhase ClaimPhase
+	// Volume is the PersistentVolume the claim is bound to, "" when none.
+	Volume string
+	// VolumeMissing: the claim names Volume and Volume does not exist.
+	VolumeMissing bool
+	// PinnedTo is the Kubernetes node (its hostname label) the volume can
+	// only be used on, "" when it is not pinned to one node.
+	PinnedTo string
+	// PinnedNodeMissing: no Kubernetes node carries PinnedTo's hostname.
+	PinnedNodeMissing bool
+}
+
+// ClaimPhase mirrors a PersistentVolumeClaim's phase, plus its absence.
+type ClaimPhase string
+
+const (
+	ClaimMissing ClaimPhase = "Missing"
+	ClaimPending ClaimPhase = "Pending"
+	ClaimBound   ClaimPhase = "Bound"
+	ClaimLost    ClaimPhase = "Lost"
+)
 
 // Pod is the observed state of a member's pod.
 type Pod struct {

@@ -14,6 +14,9 @@ type node struct {
 	peers map[string]*Peer
 	// handshakeIPs are addresses it is still handshaking with.
 	handshakeIPs map[string]bool
+	// volumeLost says why a persistent node's data is gone for good
+	// (VolumeLost), "" while it is not.
+	volumeLost string
 }
 
 // live: its pod runs and it answered this tick.
@@ -96,6 +99,11 @@ func newWorld(in Input) *world {
 	for i := range in.Members {
 		m := in.Members[i]
 		n := &node{Member: &m, id: m.NodeID}
+		if why, lost := VolumeLost(m); lost {
+			// Its pod is reported pending, as a persistent node's is
+			// while it comes back; without its volume it never will.
+			m.Pod.Phase, n.volumeLost = PodGone, why
+		}
 		if m.View != nil {
 			if m.View.ID != "" {
 				n.id = m.View.ID
