@@ -46,21 +46,22 @@ func (w *world) readdress() ([]Action, bool) {
 // other rather than being healed. Either a member that had run has a
 // pending pod again (a persistent node coming back on its volume; a node
 // without persistence never gets a second pod), or a live member knows
-// another live one only at an address it no longer runs at, or every
-// member answers and none is lost, yet a settled member says the cluster
-// is down (members just moved to their new addresses clear their failure
-// flags and rejoin only after Valkey's own delays). The nodes' own
+// another live one only at an address it no longer runs at, or no member
+// is lost, yet a settled member says the cluster is down (members just
+// moved to their new addresses clear their failure flags and rejoin only
+// after Valkey's own delays; a member whose pod runs but that does not
+// answer yet, still loading its file, is not lost). The nodes' own
 // cluster_state is not to be trusted meanwhile: a node back from its
 // volume says ok for its first seconds, before it notices that it reaches
 // none of its peers.
 func Returning(in Input) bool {
 	w := newWorld(in)
-	allLive := true
+	lost := false
 	for _, n := range w.nodes {
 		if !n.joining() && n.pending() {
 			return true
 		}
-		allLive = allLive && n.live()
+		lost = lost || n.dead()
 	}
 	live := w.liveNodes()
 	for _, n := range live {
@@ -70,7 +71,7 @@ func Returning(in Input) bool {
 			}
 		}
 	}
-	if !allLive {
+	if lost {
 		return false
 	}
 	for _, n := range live {

@@ -188,6 +188,12 @@ func TestReturningUntilEveryNodeSaysOK(t *testing.T) {
 	if !Returning(Input{Members: ms}) {
 		t.Error("a settled member says cluster_state:fail, yet not returning")
 	}
+	silent := formed3()
+	member(silent, "n4").View.ClusterOK = false
+	member(silent, "n5").View = nil
+	if !Returning(Input{Members: silent}) {
+		t.Error("a member whose pod runs but does not answer yet (loading its file) hides that another says cluster_state:fail")
+	}
 	kill(ms, "n6", true)
 	if Returning(Input{Members: ms}) {
 		t.Error("with a member lost the cluster is healed, not returning")
