@@ -172,6 +172,11 @@ func flagged(key client.ObjectKey, witness, id string) error {
 // A primary with a replica that stalls past cluster-node-timeout is
 // replaced by Valkey's own failover (a quorum of primaries votes), and
 // when it resumes it finds a newer epoch and follows the replica it had.
+// A stall of twice the node timeout leaves Valkey about two seconds after
+// the FAIL flag to elect the replica; on a busy machine the election may
+// not finish before the primary resumes, which then keeps its slots and
+// its replica. Either outcome is Valkey's; after the longer stall the
+// replica must have been promoted.
 // The operator must not forget it or replace its pod meanwhile: it is a
 // running member that only paused. Every key written before the stall and
 // replicated, and every write acknowledged outside the moment the stall
@@ -200,13 +205,18 @@ func TestStalledPrimaryWithReplicaRejoins(t *testing.T) {
 
 			stopped := stallFor(t, key, victim, victimID, witness, stall)
 
-			eventually(t, time.Minute, victim+" follows the promoted replica", func() error {
-				if me := podMyself(t, key.Namespace, victim); me.SlotCount() > 0 {
-					return fmt.Errorf("%s still serves %d slots", victim, me.SlotCount())
-				}
-				return nil
-			})
+			if stall > 2*nodeTimeout {
+				eventually(t, time.Minute, victim+" follows the promoted replica", func() error {
+					if me := podMyself(t, key.Namespace, victim); me.SlotCount() > 0 {
+						return fmt.Errorf("%s still serves %d slots", victim, me.SlotCount())
+					}
+					return nil
+				})
+			}
 			waitConverged(t, key, 3, 1, 3*time.Minute)
+			if me := podMyself(t, key.Namespace, victim); me.SlotCount() > 0 {
+				t.Logf("%s resumed before Valkey elected its replica and kept its %d slots", victim, me.SlotCount())
+			}
 			vc = getCluster(t, key)
 			if !slices.Contains(vc.Status.Nodes, victim) {
 				t.Fatalf("%s was replaced after stalling: members %v", victim, vc.Status.Nodes)
