@@ -97,49 +97,14 @@ func newWorld(in Input) *world {
 		w.batch = DefaultBatchSize
 	}
 	for i := range in.Members {
-		m := in.Members[i]
-		n := &node{Member: &m, id: m.NodeID}
-		if why, lost := VolumeLost(m); lost {
-			// Its pod is reported pending, as a persistent node's is
-			// while it comes back; without its volume it never will.
-			m.Pod.Phase, n.volumeLost = PodGone, why
-		}
-		if m.View != nil {
-			if m.View.ID != "" {
-				n.id = m.View.ID
-			}
-			n.peers = map[string]*Peer{}
-			n.handshakeIPs = map[string]bool{}
-			for j := range m.View.Peers {
-				p := &m.View.Peers[j]
-				if p.Handshake || p.ID == "" {
-					n.handshakeIPs[p.IP] = true
-					continue
-				}
-				n.peers[p.ID] = p
-			}
-		}
+		n := newNode(in.Members[i])
 		w.nodes = append(w.nodes, n)
-		w.byName[m.Name] = n
+		w.byName[n.Name] = n
 	}
 	slices.SortFunc(w.nodes, func(a, b *node) int {
 		return cmp.Or(cmp.Compare(a.ShardIndex, b.ShardIndex), cmp.Compare(a.Name, b.Name))
 	})
-	// A live node's own ID wins over a stale record on another member.
-	for _, n := range w.nodes {
-		if n.id != "" && !n.live() {
-			if _, taken := w.byID[n.id]; !taken {
-				w.byID[n.id] = n
-			}
-		}
-	}
-	for _, n := range w.nodes {
-		if n.id != "" && n.live() {
-			w.byID[n.id] = n
-		}
-	}
-
-	// Failure flags as the live nodes report them.
+	w.indexIDs()
 	live := w.liveNodes()
 	for _, n := range live {
 		for id, p := range n.peers {
@@ -148,78 +113,9 @@ func newWorld(in Input) *world {
 			}
 		}
 	}
-
-	// Slot ownership: every live node is authoritative about itself, an
-	// unflagged one before one its peers flag FAIL (a former primary that
-	// was cut off while its replica took over still claims the slots
-	// until it learns otherwise); for nodes that cannot speak, take what
-	// the live nodes say about them.
-	for _, flagged := range []bool{false, true} {
-		for _, n := range live {
-			if n.View.Role != RolePrimary || w.failFlag[n.id] != flagged {
-				continue
-			}
-			for _, r := range n.View.Slots {
-				for s := max(r.Start, 0); s <= min(r.End, TotalSlots-1); s++ {
-					if w.owner[s] == "" {
-						w.owner[s] = n.id
-					}
-				}
-			}
-		}
-	}
-	for _, n := range live {
-		for _, id := range sortedPeerIDs(n) {
-			p := n.peers[id]
-			if other := w.byID[id]; other != nil && other.live() {
-				continue
-			}
-			if p.Role == RoleReplica {
-				continue
-			}
-			for _, r := range p.Slots {
-				for s := max(r.Start, 0); s <= min(r.End, TotalSlots-1); s++ {
-					if w.owner[s] == "" {
-						w.owner[s] = id
-					}
-				}
-			}
-		}
-	}
-	seen := map[string]bool{}
-	for s, id := range w.owner {
-		if id == "" {
-			continue
-		}
-		if !seen[id] {
-			seen[id] = true
-			w.holders = append(w.holders, id)
-		}
-		rs := w.ownedBy[id]
-		if k := len(rs); k > 0 && rs[k-1].End == s-1 {
-			rs[k-1].End = s
-		} else {
-			rs = append(rs, SlotRange{Start: s, End: s})
-		}
-		w.ownedBy[id] = rs
-	}
-	slices.Sort(w.holders)
-
-	knowers := map[string]int{}
-	suspects := map[string]int{}
-	for _, n := range live {
-		for id, p := range n.peers {
-			knowers[id]++
-			if p.Fail || p.PFail {
-				suspects[id]++
-			}
-		}
-	}
-	for id, k := range knowers {
-		if k > 0 && suspects[id] == k {
-			w.pfailAll[id] = true
-		}
-	}
+	w.assignOwners(live)
+	w.groupOwned()
+	w.markSuspectedByAll(live)
 	return w
 }
 
