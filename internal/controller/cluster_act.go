@@ -21,147 +21,167 @@ import (
 // act performs one planned action. It returns an error only when the action
 // failed; the caller reports it and retries on the next tick.
 func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology.Action) error {
-	vc, rc, o, conn := s.vc, s.rc, s.o, s.conn
-	log := logFrom(ctx)
-	member := func(name string) (string, error) {
-		p := o.pods[name]
-		if p == nil || p.Status.PodIP == "" {
-			return "", fmt.Errorf("node %s has no running pod", name)
-		}
-		return p.Status.PodIP, nil
+	handled, err := r.actOnObjects(ctx, s, a)
+	if !handled {
+		handled, err = r.actOnNodes(ctx, s, a)
 	}
-	onNode := func(name string, fn func(n *valkey.Node) error) error {
-		ip, err := member(name)
-		if err != nil {
-			return err
-		}
-		n, err := conn.dial(ctx, name, ip)
-		if err != nil {
-			return err
-		}
-		defer n.Close()
-		return fn(n)
+	if err != nil || !handled {
+		return err
 	}
-
-	switch a.Kind {
-	case topology.KindCreateNode:
-		name, err := r.newNodeName(ctx, vc, o)
-		if err != nil {
-			return err
-		}
-		spec, err := s.desired(int32(a.CreateNode.ShardIndex))
-		if err != nil {
-			return fmt.Errorf("rendering node: %w", err)
-		}
-		node := rc.NodeOf(name, spec, string(a.CreateNode.JoinType))
-		if err := r.Create(ctx, node); err != nil {
-			return fmt.Errorf("creating ValkeyNode %s: %w", name, err)
-		}
-		r.expected.expect(client.ObjectKeyFromObject(vc), name, time.Now())
-		log.Info("created node", "node", name, "shard", a.CreateNode.ShardIndex, "joinType", a.CreateNode.JoinType)
-	case topology.KindMeet:
-		err := onNode(a.Meet.Node, func(n *valkey.Node) error {
-			for _, s := range a.Meet.Seeds {
-				if err := n.ClusterMeet(ctx, s.IP, int(render.PortValkey), int(render.PortBus)); err != nil {
-					return fmt.Errorf("meeting %s: %w", s.Name, err)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		log.Info(topology.ReasonMeet, "node", a.Meet.Node, "seeds", len(a.Meet.Seeds))
-	case topology.KindForget:
-		// Forgets are not gossiped: every live node must forget in this tick.
-		var errs []error
-		for _, name := range a.Forget.On {
-			err := onNode(name, func(n *valkey.Node) error { return n.ClusterForget(ctx, a.Forget.NodeID) })
-			if err != nil && !strings.Contains(err.Error(), "Unknown node") {
-				errs = append(errs, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-	case topology.KindAddSlots:
-		if err := onNode(a.AddSlots.Node, func(n *valkey.Node) error {
-			return n.ClusterAddSlotsRange(ctx, a.AddSlots.Ranges...)
-		}); err != nil {
-			return err
-		}
-	case topology.KindReplicate:
-		if err := onNode(a.Replicate.Node, func(n *valkey.Node) error { return n.ClusterReplicate(ctx, a.Replicate.PrimaryID) }); err != nil {
-			return err
-		}
-	case topology.KindMarkActive:
-		if err := r.setLifecycle(ctx, o.nodes[a.MarkActive.Node], valkeyv1.LifecycleActive); err != nil {
-			return err
-		}
-		log.Info(a.Reason, "node", a.MarkActive.Node)
-	case topology.KindMarkLeaving:
-		if err := r.setLifecycle(ctx, o.nodes[a.MarkLeaving.Node], valkeyv1.LifecycleLeaving); err != nil {
-			return err
-		}
-	case topology.KindDeleteNode:
-		if o.nodes[a.DeleteNode.Node] == nil {
-			return nil
-		}
-		if err := r.deleteDeadNode(ctx, vc, o, a.DeleteNode.Node); err != nil {
-			return err
-		}
-	case topology.KindFailover:
-		mode := valkey.FailoverDefault
-		if a.Failover.Mode == topology.FailoverTakeover {
-			mode = valkey.FailoverTakeover
-			log.Info(topology.ReasonTakeover, "node", a.Failover.Node)
-		}
-		// Recorded before it is sent: a crash in between costs one grace
-		// period, never a second failover.
-		if err := r.recordFailover(ctx, o.nodes[a.Failover.Node], time.Now()); err != nil {
-			return err
-		}
-		if err := onNode(a.Failover.Node, func(n *valkey.Node) error { return n.ClusterFailover(ctx, mode) }); err != nil {
-			return err
-		}
-	case topology.KindMigrateSlots:
-		m := a.MigrateSlots
-		if m.Method == topology.MigrationClassic {
-			if err := r.migrateClassic(ctx, o, conn, m); err != nil {
-				return err
-			}
-			break
-		}
-		if err := onNode(m.From, func(n *valkey.Node) error {
-			return n.ClusterMigrateSlots(ctx, m.ToID, m.Slots...)
-		}); err != nil {
-			return err
-		}
-	case topology.KindClearSlotStates:
-		var slots []int
-		for _, r := range a.ClearSlotStates.Slots {
-			for slot := r.Start; slot <= r.End; slot++ {
-				slots = append(slots, slot)
-			}
-		}
-		if err := onNode(a.ClearSlotStates.Node, func(n *valkey.Node) error {
-			return n.ClusterSetSlots(ctx, slots, valkey.SlotStable, "")
-		}); err != nil {
-			return err
-		}
-	case topology.KindCancelMigrations:
-		if err := onNode(a.CancelMigrations.Node, func(n *valkey.Node) error { return n.ClusterCancelSlotMigrations(ctx) }); err != nil {
-			return err
-		}
-	default:
-		return nil
-	}
+	vc, o := s.vc, s.o
 	if loss, ok := lostShard(o, a); ok {
 		r.Recorder.Eventf(vc, o.lostNode(loss), corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(a.Kind), "%s", truncate(loss.message(time.Now()), 1000))
 		return r.lossReported(ctx, o.nodes[loss.node])
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", truncate(describe(a), 1000))
 	return nil
+}
+
+// actOnObjects carries out the actions that change the cluster's
+// ValkeyNodes; handled is false for any other kind.
+func (r *ClusterReconciler) actOnObjects(ctx context.Context, s *clusterScope, a topology.Action) (handled bool, err error) {
+	vc, o := s.vc, s.o
+	switch a.Kind {
+	case topology.KindCreateNode:
+		return true, r.createNode(ctx, s, a.CreateNode)
+	case topology.KindMarkActive:
+		if err := r.setLifecycle(ctx, o.nodes[a.MarkActive.Node], valkeyv1.LifecycleActive); err != nil {
+			return true, err
+		}
+		logFrom(ctx).Info(a.Reason, "node", a.MarkActive.Node)
+		return true, nil
+	case topology.KindMarkLeaving:
+		return true, r.setLifecycle(ctx, o.nodes[a.MarkLeaving.Node], valkeyv1.LifecycleLeaving)
+	case topology.KindDeleteNode:
+		if o.nodes[a.DeleteNode.Node] == nil {
+			// Already gone: nothing done, nothing to report.
+			return false, nil
+		}
+		return true, r.deleteDeadNode(ctx, vc, o, a.DeleteNode.Node)
+	}
+	return false, nil
+}
+
+func (r *ClusterReconciler) createNode(ctx context.Context, s *clusterScope, c *topology.CreateNode) error {
+	name, err := r.newNodeName(ctx, s.vc, s.o)
+	if err != nil {
+		return err
+	}
+	spec, err := s.desired(int32(c.ShardIndex))
+	if err != nil {
+		return fmt.Errorf("rendering node: %w", err)
+	}
+	node := s.rc.NodeOf(name, spec, string(c.JoinType))
+	if err := r.Create(ctx, node); err != nil {
+		return fmt.Errorf("creating ValkeyNode %s: %w", name, err)
+	}
+	r.expected.expect(client.ObjectKeyFromObject(s.vc), name, time.Now())
+	logFrom(ctx).Info("created node", "node", name, "shard", c.ShardIndex, "joinType", c.JoinType)
+	return nil
+}
+
+// memberNodes dials the cluster's members at their pods' addresses.
+type memberNodes struct {
+	o    *observed
+	conn *connector
+}
+
+// on runs fn on the named member over a connection of its own.
+func (m memberNodes) on(ctx context.Context, name string, fn func(n *valkey.Node) error) error {
+	p := m.o.pods[name]
+	if p == nil || p.Status.PodIP == "" {
+		return fmt.Errorf("node %s has no running pod", name)
+	}
+	n, err := m.conn.dial(ctx, name, p.Status.PodIP)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return fn(n)
+}
+
+// actOnNodes carries out the actions that are commands to Valkey nodes;
+// handled is false for any other kind.
+func (r *ClusterReconciler) actOnNodes(ctx context.Context, s *clusterScope, a topology.Action) (handled bool, err error) {
+	m := memberNodes{o: s.o, conn: s.conn}
+	switch a.Kind {
+	case topology.KindMeet:
+		return true, meetSeeds(ctx, m, a.Meet)
+	case topology.KindForget:
+		return true, forgetEverywhere(ctx, m, a.Forget)
+	case topology.KindAddSlots:
+		return true, m.on(ctx, a.AddSlots.Node, func(n *valkey.Node) error {
+			return n.ClusterAddSlotsRange(ctx, a.AddSlots.Ranges...)
+		})
+	case topology.KindReplicate:
+		return true, m.on(ctx, a.Replicate.Node, func(n *valkey.Node) error { return n.ClusterReplicate(ctx, a.Replicate.PrimaryID) })
+	case topology.KindFailover:
+		return true, r.failover(ctx, s, m, a.Failover)
+	case topology.KindMigrateSlots:
+		mv := a.MigrateSlots
+		if mv.Method == topology.MigrationClassic {
+			return true, r.migrateClassic(ctx, s.o, s.conn, mv)
+		}
+		return true, m.on(ctx, mv.From, func(n *valkey.Node) error {
+			return n.ClusterMigrateSlots(ctx, mv.ToID, mv.Slots...)
+		})
+	case topology.KindClearSlotStates:
+		var slots []int
+		for _, rg := range a.ClearSlotStates.Slots {
+			for slot := rg.Start; slot <= rg.End; slot++ {
+				slots = append(slots, slot)
+			}
+		}
+		return true, m.on(ctx, a.ClearSlotStates.Node, func(n *valkey.Node) error {
+			return n.ClusterSetSlots(ctx, slots, valkey.SlotStable, "")
+		})
+	case topology.KindCancelMigrations:
+		return true, m.on(ctx, a.CancelMigrations.Node, func(n *valkey.Node) error { return n.ClusterCancelSlotMigrations(ctx) })
+	}
+	return false, nil
+}
+
+func meetSeeds(ctx context.Context, m memberNodes, meet *topology.Meet) error {
+	err := m.on(ctx, meet.Node, func(n *valkey.Node) error {
+		for _, s := range meet.Seeds {
+			if err := n.ClusterMeet(ctx, s.IP, int(render.PortValkey), int(render.PortBus)); err != nil {
+				return fmt.Errorf("meeting %s: %w", s.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	logFrom(ctx).Info(topology.ReasonMeet, "node", meet.Node, "seeds", len(meet.Seeds))
+	return nil
+}
+
+// forgetEverywhere: forgets are not gossiped, so every live node must
+// forget in this tick.
+func forgetEverywhere(ctx context.Context, m memberNodes, f *topology.Forget) error {
+	var errs []error
+	for _, name := range f.On {
+		err := m.on(ctx, name, func(n *valkey.Node) error { return n.ClusterForget(ctx, f.NodeID) })
+		if err != nil && !strings.Contains(err.Error(), "Unknown node") {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *ClusterReconciler) failover(ctx context.Context, s *clusterScope, m memberNodes, f *topology.Failover) error {
+	mode := valkey.FailoverDefault
+	if f.Mode == topology.FailoverTakeover {
+		mode = valkey.FailoverTakeover
+		logFrom(ctx).Info(topology.ReasonTakeover, "node", f.Node)
+	}
+	// Recorded before it is sent: a crash in between costs one grace
+	// period, never a second failover.
+	if err := r.recordFailover(ctx, s.o.nodes[f.Node], time.Now()); err != nil {
+		return err
+	}
+	return m.on(ctx, f.Node, func(n *valkey.Node) error { return n.ClusterFailover(ctx, mode) })
 }
 
 // migrateClassic moves one batch of slots with SETSLOT and MIGRATE, on a
