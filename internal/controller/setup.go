@@ -56,77 +56,8 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return fmt.Errorf("indexing clusters by TLS Secret: %w", err)
 	}
 
-	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("building a clientset: %w", err)
-	}
-	secrets := newSecretWatches(clientset)
-	if err := mgr.Add(secrets); err != nil {
-		return fmt.Errorf("adding the referenced Secrets' watches: %w", err)
-	}
-	cr := &ClusterReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Options:   opts,
-		Recorder:  mgr.GetEventRecorder("valkey-operator"),
-		secrets:   secrets,
-	}
-	allClusters := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list valkeyv1.ValkeyClusterList
-		if err := mgr.GetClient().List(ctx, &list); err != nil {
-			return nil
-		}
-		return requestsFor(list.Items)
-	})
-	byInstanceLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[valkeyv1.LabelInstance]
-		if name == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	})
-	// A user's TLS Secret reaches the clusters whose TLS it is.
-	byTLSSecret := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list valkeyv1.ValkeyClusterList
-		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexTLSSecret: o.GetName()}); err != nil {
-			return nil
-		}
-		return requestsFor(list.Items)
-	})
-	// The operator's own Secrets (auth, ACL, TLS copy), which the cache
-	// holds, reach the cluster that owns them: a deleted
-	// {cluster}-operator-auth must be restored at once, not at the next
-	// resync.
-	byOwnSecret := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[valkeyv1.LabelInstance]
-		if name == "" || o.GetLabels()[valkeyv1.LabelManagedBy] != valkeyv1.LabelManagedByValue {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	})
-	if err := ctrl.NewControllerManagedBy(mgr).
-		// Not on status writes: the controller writes the status itself on
-		// every step of a bootstrap or a move, and each write would start
-		// another reconcile ahead of the one the step asked for. The
-		// reloaders' conditions are read at the next pass.
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(ignoreNewSamples())).
-		// An edited or deleted policy is restored at once.
-		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&corev1.Pod{}, byInstanceLabel, builder.WithPredicates(managedPods(), podChangesThatMatter())).
-		// A claim's capacity growing moves the VolumeSize condition on.
-		Watches(&corev1.PersistentVolumeClaim{}, byInstanceLabel).
-		// A user's TLS Secret is not in the cache; its own watch reports it.
-		WatchesRawSource(source.Channel(secrets.events, byTLSSecret)).
-		Watches(&corev1.Secret{}, byOwnSecret).
-		Watches(&valkeyv1.ValkeyConfig{}, allClusters).
-		Watches(&valkeyv1.ValkeyImage{}, allClusters).
-		Watches(&valkeyv1.ValkeyRole{}, allClusters).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ClusterWorkers, RateLimiter: errorBackoff(opts)}).
-		Named("valkeycluster").
-		Complete(cr); err != nil {
-		return fmt.Errorf("setting up cluster controller: %w", err)
+	if err := setupClusterController(mgr, opts); err != nil {
+		return err
 	}
 
 	nr := &nodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
@@ -147,6 +78,96 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return err
 	}
 	return setupMetering(mgr, opts)
+}
+
+// setupClusterController registers the cluster controller with what wakes
+// it: its cluster, its nodes, pods, claims and policies, the Secrets it
+// reads, and the menu objects every cluster resolves.
+func setupClusterController(mgr ctrl.Manager, opts Options) error {
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("building a clientset: %w", err)
+	}
+	secrets := newSecretWatches(clientset)
+	if err := mgr.Add(secrets); err != nil {
+		return fmt.Errorf("adding the referenced Secrets' watches: %w", err)
+	}
+	cr := &ClusterReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Options:   opts,
+		Recorder:  mgr.GetEventRecorder("valkey-operator"),
+		secrets:   secrets,
+	}
+	h := newClusterHandlers(mgr)
+	if err := ctrl.NewControllerManagedBy(mgr).
+		// Not on status writes: the controller writes the status itself on
+		// every step of a bootstrap or a move, and each write would start
+		// another reconcile ahead of the one the step asked for. The
+		// reloaders' conditions are read at the next pass.
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(ignoreNewSamples())).
+		// An edited or deleted policy is restored at once.
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&corev1.Pod{}, h.byInstanceLabel, builder.WithPredicates(managedPods(), podChangesThatMatter())).
+		// A claim's capacity growing moves the VolumeSize condition on.
+		Watches(&corev1.PersistentVolumeClaim{}, h.byInstanceLabel).
+		// A user's TLS Secret is not in the cache; its own watch reports it.
+		WatchesRawSource(source.Channel(secrets.events, h.byTLSSecret)).
+		Watches(&corev1.Secret{}, h.byOwnSecret).
+		Watches(&valkeyv1.ValkeyConfig{}, h.allClusters).
+		Watches(&valkeyv1.ValkeyImage{}, h.allClusters).
+		Watches(&valkeyv1.ValkeyRole{}, h.allClusters).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ClusterWorkers, RateLimiter: errorBackoff(opts)}).
+		Named("valkeycluster").
+		Complete(cr); err != nil {
+		return fmt.Errorf("setting up cluster controller: %w", err)
+	}
+	return nil
+}
+
+// clusterHandlers map a watched object to the clusters it concerns.
+type clusterHandlers struct {
+	allClusters, byInstanceLabel, byTLSSecret, byOwnSecret handler.EventHandler
+}
+
+func newClusterHandlers(mgr ctrl.Manager) clusterHandlers {
+	var h clusterHandlers
+	h.allClusters = handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list valkeyv1.ValkeyClusterList
+		if err := mgr.GetClient().List(ctx, &list); err != nil {
+			return nil
+		}
+		return requestsFor(list.Items)
+	})
+	h.byInstanceLabel = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[valkeyv1.LabelInstance]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	// A user's TLS Secret reaches the clusters whose TLS it is.
+	h.byTLSSecret = handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list valkeyv1.ValkeyClusterList
+		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexTLSSecret: o.GetName()}); err != nil {
+			return nil
+		}
+		return requestsFor(list.Items)
+	})
+	// The operator's own Secrets (auth, ACL, TLS copy), which the cache
+	// holds, reach the cluster that owns them: a deleted
+	// {cluster}-operator-auth must be restored at once, not at the next
+	// resync.
+	h.byOwnSecret = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[valkeyv1.LabelInstance]
+		if name == "" || o.GetLabels()[valkeyv1.LabelManagedBy] != valkeyv1.LabelManagedByValue {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	return h
 }
 
 func managedPods() predicate.Predicate {
