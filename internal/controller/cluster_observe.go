@@ -291,6 +291,18 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		}
 		v.ReplOffset = repl.ReplicaOffset
 	}
+	v.Peers = peersOf(nodes)
+	if server.Version.Major >= 9 {
+		if err := observeAtomicMigrations(ctx, n, name, v); err != nil {
+			return nil, server.Version, err
+		}
+	}
+	return v, server.Version, nil
+}
+
+// peersOf is every node of a CLUSTER NODES answer but the one that gave it.
+func peersOf(nodes valkey.ClusterNodes) []topology.Peer {
+	var out []topology.Peer
 	for _, p := range nodes {
 		if p.Myself() {
 			continue
@@ -309,28 +321,31 @@ func observeNode(ctx context.Context, conn *connector, name, ip string) (*topolo
 		if p.IsReplica() {
 			peer.Role = topology.RoleReplica
 		}
-		v.Peers = append(v.Peers, peer)
+		out = append(out, peer)
 	}
-	if server.Version.Major >= 9 {
-		migrations, err := n.ClusterGetSlotMigrations(ctx)
-		switch {
-		case valkey.IsNoPermission(err):
-			// A node below 9 in the cluster (an upgrade under way): the
-			// ACL file cannot grant this subcommand, which Valkey 8 does
-			// not know, and the operator moves slots classically, so it
-			// has started no atomic migration to follow.
-		case err != nil:
-			return nil, server.Version, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", name, err)
-		}
-		v.AtomicMigrationInFlight = slices.ContainsFunc(migrations, func(m valkey.SlotMigration) bool { return !m.Finished() })
-		for _, m := range migrations {
-			if !m.Finished() && m.Operation == valkey.SlotMigrationExport {
-				v.Exports = append(v.Exports, topology.Export{TargetID: m.TargetNode, Slots: m.SlotRanges})
-			}
-		}
-		v.AtomicMigrationFailure = migrationFailure(name, migrations)
+	return out
+}
+
+// observeAtomicMigrations adds a Valkey 9 node's slot migrations to its view.
+func observeAtomicMigrations(ctx context.Context, n *valkey.Node, name string, v *topology.View) error {
+	migrations, err := n.ClusterGetSlotMigrations(ctx)
+	switch {
+	case valkey.IsNoPermission(err):
+		// A node below 9 in the cluster (an upgrade under way): the
+		// ACL file cannot grant this subcommand, which Valkey 8 does
+		// not know, and the operator moves slots classically, so it
+		// has started no atomic migration to follow.
+	case err != nil:
+		return fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", name, err)
 	}
-	return v, server.Version, nil
+	v.AtomicMigrationInFlight = slices.ContainsFunc(migrations, func(m valkey.SlotMigration) bool { return !m.Finished() })
+	for _, m := range migrations {
+		if !m.Finished() && m.Operation == valkey.SlotMigrationExport {
+			v.Exports = append(v.Exports, topology.Export{TargetID: m.TargetNode, Slots: m.SlotRanges})
+		}
+	}
+	v.AtomicMigrationFailure = migrationFailure(name, migrations)
+	return nil
 }
 
 // minVersion is the lowest version any reachable node runs, or fallback
