@@ -88,7 +88,7 @@ func (w *world) primaries() (Action, bool) {
 		if m != nil {
 			// A silent replica, one being retired included, may hold the
 			// keys: nothing is given up before it answers.
-			if u := w.silentIn(m.ShardIndex); u != nil {
+			if u := w.silentIn(m.ShardIndex, true); u != nil {
 				notes.add(waitForPod(TierStability, u))
 				continue
 			}
@@ -176,20 +176,11 @@ func (w *world) takeoverCandidates(id string, primary *node) (reps, empty []*nod
 	return reps, empty
 }
 
-// silentIn is a member of shard idx, leaving or not, whose pod runs but
-// which did not answer this tick.
-func (w *world) silentIn(idx int) *node {
+// silentIn is a member of shard idx whose pod runs but which did not
+// answer this tick; one being retired counts only when withLeaving.
+func (w *world) silentIn(idx int, withLeaving bool) *node {
 	for _, n := range w.nodes {
-		if n.ShardIndex == idx && n.unknown() {
-			return n
-		}
-	}
-	return nil
-}
-
-func (w *world) unknownIn(idx int) *node {
-	for _, n := range w.shardMembers(idx) {
-		if n.unknown() {
+		if n.ShardIndex == idx && n.unknown() && (withLeaving || !n.leaving()) {
 			return n
 		}
 	}

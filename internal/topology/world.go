@@ -345,7 +345,7 @@ func (w *world) designated(idx int) *node {
 	// node than last tick, and a wave acts on every joining node at once:
 	// two nodes of the shard would be made its primary. Wait for the
 	// silent one instead.
-	if w.unknownIn(idx) != nil {
+	if w.silentIn(idx, false) != nil {
 		return nil
 	}
 	for _, n := range cands {
