@@ -105,10 +105,14 @@ func (r *ClusterReconciler) desiredSpecs(ctx context.Context, s *clusterScope, o
 	return desired, nextPhase, nil
 }
 
-// nodeSpecs renders each shard's node spec once per reconcile.
+// nodeSpecs renders each shard's node spec once per reconcile. A wave's
+// actions run at once, so the memory is guarded.
 func nodeSpecs(rc render.Cluster, res *resolve.Result) func(shard int32) (valkeyv1.ValkeyNodeSpec, error) {
+	var mu sync.Mutex
 	specs := map[int32]valkeyv1.ValkeyNodeSpec{}
 	return func(shard int32) (valkeyv1.ValkeyNodeSpec, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if s, ok := specs[shard]; ok {
 			return s, nil
 		}
