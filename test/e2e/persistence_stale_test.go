@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/backup"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -144,15 +144,6 @@ func podKeys(ns, name string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	db := info["keyspace"]["db0"]
-	if db == "" {
-		return 0, nil
-	}
-	var keys int
-	for _, f := range strings.Split(db, ",") {
-		if v, ok := strings.CutPrefix(f, "keys="); ok {
-			_, err = fmt.Sscan(v, &keys)
-		}
-	}
-	return keys, err
+	keys, err := backup.KeyCount(info["keyspace"])
+	return int(keys), err
 }
