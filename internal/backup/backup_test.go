@@ -41,6 +41,24 @@ func TestSource(t *testing.T) {
 	}
 }
 
+func TestCaughtUpAndPrimary(t *testing.T) {
+	for _, tc := range []struct {
+		primary, replica int64
+		want             bool
+	}{{100, 99, false}, {100, 100, true}, {100, 101, true}, {0, 0, true}} {
+		if got := CaughtUp(tc.primary, tc.replica); got != tc.want {
+			t.Errorf("CaughtUp(%d, %d) = %v, want %v", tc.primary, tc.replica, got, tc.want)
+		}
+	}
+	s := Shard{Members: []Member{{Name: "r", InSync: true}, {Name: "p", Primary: true}}}
+	if p, ok := Primary(s); !ok || p.Name != "p" {
+		t.Fatalf("Primary = %q, %v; want p", p.Name, ok)
+	}
+	if _, ok := Primary(Shard{Members: []Member{{Name: "r"}}}); ok {
+		t.Fatal("a shard of replicas has no primary")
+	}
+}
+
 func TestShards(t *testing.T) {
 	r := func(a, b int) slotrange.Range { return slotrange.Range{Start: a, End: b} }
 	cases := []struct {

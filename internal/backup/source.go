@@ -24,6 +24,29 @@ type Member struct {
 type Shard struct {
 	Slots   []slotrange.Range
 	Members []Member
+	// PrimaryOffset is the primary's replication offset read after the
+	// backup was asked for: every write it acknowledged before then lies
+	// at or below it, so a replica that has applied this much holds them.
+	PrimaryOffset int64
+}
+
+// CaughtUp reports whether a replica that has applied replicaOffset holds
+// every write its primary had acknowledged at primaryOffset. A replica
+// copied before this holds would leave out writes acknowledged before the
+// backup began.
+func CaughtUp(primaryOffset, replicaOffset int64) bool {
+	return replicaOffset >= primaryOffset
+}
+
+// Primary is the shard's primary, the source of last resort when its
+// replica does not catch up.
+func Primary(s Shard) (Member, bool) {
+	for _, m := range s.Members {
+		if m.Primary {
+			return m, true
+		}
+	}
+	return Member{}, false
 }
 
 // Source picks the node a shard is copied from: a replica in sync, so

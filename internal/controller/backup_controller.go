@@ -126,7 +126,8 @@ func (r *backupReconciler) run(ctx context.Context, b *valkeyv1.ValkeyBackup, vc
 		go func() {
 			defer func() { done <- struct{}{} }()
 			res := backup.ShardResult{Index: i, Object: backup.ShardObject(base, i), Slots: backup.SlotStrings(s.Slots)}
-			results[i] = copyShard(ctx, conn, passwords.Replication, mc, b.Spec.Destination.Bucket, res, sources[i], r.now)
+			src := caughtUpSource(ctx, conn, s, sources[i])
+			results[i] = copyShard(ctx, conn, passwords.Replication, mc, b.Spec.Destination.Bucket, res, src, r.now)
 		}()
 	}
 	for range shards {

@@ -12,7 +12,8 @@ import (
 // backupShards asks every running node of the cluster, concurrently, for
 // its own role, slots and replication link, and groups the nodes into
 // shards by the primary they serve or follow. A node that does not answer
-// is left out: a shard keeps its other nodes.
+// is left out: a shard keeps its other nodes. Each primary's replication
+// offset is read here, after the backup was asked for.
 func (r *backupReconciler) backupShards(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector) ([]backup.Shard, error) {
 	pods, err := runningPods(ctx, r.Client, vc)
 	if err != nil {
@@ -23,6 +24,7 @@ func (r *backupReconciler) backupShards(ctx context.Context, vc *valkeyv1.Valkey
 		id        string
 		primaryID string
 		shard     backup.Shard
+		offset    int64
 		err       error
 	}
 	views := make([]seen, len(pods))
@@ -48,14 +50,15 @@ func (r *backupReconciler) backupShards(ctx context.Context, vc *valkeyv1.Valkey
 				return
 			}
 			v.id, v.primaryID = me.ID, me.PrimaryID
-			if me.IsPrimary() {
-				v.member.Primary = true
-				v.shard.Slots = me.Slots
-				return
-			}
 			repl, err := n.InfoReplication(ctx)
 			if err != nil {
 				v.err = fmt.Errorf("node %s: %w", pod.Name, err)
+				return
+			}
+			if me.IsPrimary() {
+				v.member.Primary = true
+				v.shard.Slots = me.Slots
+				v.offset = repl.ReplicationOffset
 				return
 			}
 			v.member.InSync = repl.LinkUp()
@@ -67,6 +70,7 @@ func (r *backupReconciler) backupShards(ctx context.Context, vc *valkeyv1.Valkey
 		if v.err == nil && v.member.Primary && len(v.shard.Slots) > 0 {
 			s := v.shard
 			s.Members = []backup.Member{v.member}
+			s.PrimaryOffset = v.offset
 			byPrimary[v.id] = &s
 		}
 	}

@@ -62,6 +62,45 @@ func copyShard(ctx context.Context, conn *connector, replPassword string, mc *mi
 	return res
 }
 
+// replicaCatchUp is how long a replica source may take to apply what its
+// primary had acknowledged when the backup began; past it the primary is
+// copied instead.
+const replicaCatchUp = 30 * time.Second
+
+// caughtUpSource waits until a replica source has applied the shard's
+// primary offset, so that its snapshot holds every write acknowledged
+// before the backup began; a replica that does not get there in time (or
+// does not answer) gives way to the primary.
+func caughtUpSource(ctx context.Context, conn *connector, s backup.Shard, src backup.Member) backup.Member {
+	if src.Primary {
+		return src
+	}
+	primary, ok := backup.Primary(s)
+	if !ok {
+		return src
+	}
+	ctx, cancel := context.WithTimeout(ctx, replicaCatchUp)
+	defer cancel()
+	n, err := conn.dial(ctx, src.Name, src.IP)
+	if err != nil {
+		return primary
+	}
+	defer n.Close()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		repl, err := n.InfoReplication(ctx)
+		if err == nil && repl.LinkUp() && backup.CaughtUp(s.PrimaryOffset, repl.ReplicaOffset) {
+			return src
+		}
+		select {
+		case <-ctx.Done():
+			return primary
+		case <-tick.C:
+		}
+	}
+}
+
 // putManifest writes the manifest, the object that makes the backup whole.
 func putManifest(ctx context.Context, mc *minio.Client, bucket, object string, body []byte) error {
 	if _, err := mc.PutObject(ctx, bucket, object, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{

@@ -222,6 +222,7 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 			NodeID:     n.Status.NodeID,
 			Pod:        nodePodState(n, o.pods[name]),
 			PodCreated: meta.IsStatusConditionTrue(n.Status.Conditions, valkeyv1.CondPodCreated),
+			ComesBack:  meta.IsStatusConditionTrue(n.Status.Conditions, valkeyv1.CondPodCreated) && comesBack(n),
 
 			FailoverRequested: annotatedTime(n, valkeyv1.AnnotationFailoverRequested),
 			LeavingSince:      annotatedTime(n, valkeyv1.AnnotationLeavingSince),

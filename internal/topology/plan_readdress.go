@@ -45,7 +45,10 @@ func (w *world) readdress() ([]Action, bool) {
 // Returning: members of a formed cluster are on their way back to each
 // other rather than being healed. Either a member that had run has a
 // pending pod again (a persistent node coming back on its volume; a node
-// without persistence never gets a second pod), or a live member knows
+// without persistence never gets a second pod) or a stopping pod it will
+// get again (a full restart: every pod stops, none answers, none is
+// lost yet, and the nodes that still run say the cluster is down), or a
+// live member knows
 // another live one only at an address it no longer runs at, or no member
 // is lost, yet a settled member says the cluster is down (members just
 // moved to their new addresses clear their failure flags and rejoin only
@@ -58,7 +61,7 @@ func Returning(in Input) bool {
 	w := newWorld(in)
 	lost := false
 	for _, n := range w.nodes {
-		if !n.joining() && n.pending() {
+		if !n.joining() && (n.pending() || (n.ComesBack && n.Pod.Phase == PodStopping)) {
 			return true
 		}
 		lost = lost || n.dead()

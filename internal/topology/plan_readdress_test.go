@@ -175,6 +175,28 @@ func TestReturningMember(t *testing.T) {
 	if Returning(Input{Members: ms}) {
 		t.Error("a joining member's pending pod counts as returning")
 	}
+
+	// A full restart: every pod stops at once. Persistent members get
+	// their pods again, so the cluster is on its way back, not Active;
+	// without persistence a stopping pod is a node about to be lost.
+	stopping := formed3()
+	for i := range stopping {
+		stopping[i].Pod.Phase, stopping[i].View = PodStopping, nil
+	}
+	if Returning(Input{Members: stopping}) {
+		t.Error("members without a volume, stopping, count as returning")
+	}
+	for i := range stopping {
+		stopping[i].ComesBack = true
+	}
+	if !Returning(Input{Members: stopping}) {
+		t.Error("persistent members whose pods all stop are not returning")
+	}
+	one := formed3()
+	member(one, "n2").Pod.Phase, member(one, "n2").ComesBack = PodStopping, true
+	if !Returning(Input{Members: one}) {
+		t.Error("a persistent member whose pod stops is not returning")
+	}
 }
 
 // Every member answers, none is lost, addresses are current, yet a

@@ -113,6 +113,9 @@ type Member struct {
 	// PodCreated condition). A Joining node whose pod is absent after that
 	// lost it for good: it will never get another.
 	PodCreated bool
+	// ComesBack: the node keeps its data on a volume and gets a pod again
+	// when this one ends (persistent, created once, not being retired).
+	ComesBack bool
 	// View is nil when the node could not be asked this tick.
 	View *View
 	// Storage is what the API server says of a persistent node's

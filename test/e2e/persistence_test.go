@@ -326,14 +326,6 @@ func fullRestart(t *testing.T, key client.ObjectKey, mode valkeyv1.AppendFsync) 
 		}
 	}
 	for _, l := range lies {
-		// Known gap on 9.1.2: while every pod stops at once, the nodes
-		// say cluster_state:fail before the operator's view of them has
-		// changed, and the status can say Active for a moment. Asserted
-		// on the 8.0.1 run; logged here until it is closed.
-		if mode == valkeyv1.AppendFsyncEverysec {
-			t.Logf("known gap: the status said Active while a node answered otherwise: %s", l)
-			continue
-		}
 		t.Errorf("the status said Active while a node answered otherwise: %s", l)
 	}
 }
