@@ -29,8 +29,10 @@ var operatorPackages = []string{
 	"github.com/gomomento/valkey-operator/internal/operatorcmd",
 }
 
-// otherClients are packages that talk to Valkey as a user of their own.
-var otherClients = []string{}
+// otherClients are packages that talk to Valkey as a user of their own:
+// restore drives a scratch server (the loader) as that server's default
+// user.
+var otherClients = []string{"github.com/gomomento/valkey-operator/internal/restore"}
 
 // clientCommands are what valkey-go sends by itself on a connection the
 // operator opens with valkey.Dial (HELLO and AUTH need no grant).
