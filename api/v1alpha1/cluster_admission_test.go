@@ -96,6 +96,12 @@ func TestValkeyClusterAdmission(t *testing.T) {
 			want: []string{"shards x (replicasPerShard + 1) must be at most 1000 nodes"}},
 		{name: "autoscaling beyond the node limit", manifest: clusterManifest("c", "  configRef: standard\n  shards: 1\n  replicasPerShard: 1\n  autoscaling:\n    minShards: 1\n    maxShards: 600\n    scaleOut: {cpuPercent: 80}\n"),
 			want: []string{"autoscaling.maxShards x (replicasPerShard + 1) must be at most 1000 nodes"}},
+		{name: "restore naming nothing", manifest: clusterManifest("c", minimalSpec+"  restore: {}\n"),
+			want: []string{"spec.restore", "name exactly one of backupName and source"}},
+		{name: "restore naming both", manifest: clusterManifest("c", minimalSpec+"  restore:\n    backupName: b\n    source:\n      path: p\n      store: {bucket: bkt, endpoint: \"https://s3.example.com\", credentialsSecretRef: c}\n"),
+			want: []string{"spec.restore", "name exactly one of backupName and source"}},
+		{name: "restore path from the root", manifest: clusterManifest("c", minimalSpec+"  restore:\n    source:\n      path: /p\n      store: {bucket: bkt, endpoint: \"https://s3.example.com\", credentialsSecretRef: c}\n"),
+			want: []string{"spec.restore.source.path", "path must not start with /"}},
 		{name: "tls without secretRef", manifest: clusterManifest("c", minimalSpec+"  tls: {}\n"),
 			want: []string{"spec.tls.secretRef", "Required value"}},
 		{name: "reserved pod annotation", manifest: clusterManifest("c", minimalSpec+"  podAnnotations:\n    valkey.gomomento.com/shard: \"1\"\n"),
@@ -156,6 +162,34 @@ func TestValkeyClusterTLSPresenceIsImmutable(t *testing.T) {
 	t.Run("other edits of a plaintext cluster are accepted", func(t *testing.T) {
 		err := update(t, plain, func(spec map[string]any) { spec["shards"] = int64(2) })
 		assertAdmission(t, err, nil)
+	})
+}
+
+// spec.restore is read when a cluster is created: adding one to a live
+// cluster, changing or removing it is refused.
+func TestValkeyClusterRestoreIsImmutable(t *testing.T) {
+	plain := clusterManifest("no-restore", minimalSpec)
+	restored := clusterManifest("restored", minimalSpec+"  restore:\n    backupName: nightly\n")
+	for _, m := range []string{plain, restored} {
+		if err := create(t, m); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+	}
+	const msg = "spec.restore is read when the cluster is created"
+	for name, tc := range map[string]struct {
+		manifest string
+		mutate   func(spec map[string]any)
+	}{
+		"adding":   {plain, func(spec map[string]any) { spec["restore"] = map[string]any{"backupName": "nightly"} }},
+		"changing": {restored, func(spec map[string]any) { spec["restore"] = map[string]any{"backupName": "other"} }},
+		"removing": {restored, func(spec map[string]any) { delete(spec, "restore") }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assertAdmission(t, update(t, tc.manifest, tc.mutate), []string{"spec.restore", msg})
+		})
+	}
+	t.Run("other edits of a restored cluster are accepted", func(t *testing.T) {
+		assertAdmission(t, update(t, restored, func(spec map[string]any) { spec["shards"] = int64(2) }), nil)
 	})
 }
 

@@ -56,6 +56,11 @@ type ValkeyClusterSpec struct {
 	// +optional
 	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
 
+	// Restore fills the new cluster with a backup's keys before it is
+	// Active. Read at creation only.
+	// +optional
+	Restore *ClusterRestore `json:"restore,omitempty"`
+
 	// NetworkPolicy says who may connect to the cluster's pods. Unset, the
 	// operator keeps a NetworkPolicy that admits clients from the cluster's
 	// own namespace only.
@@ -251,6 +256,10 @@ type ValkeyClusterStatus struct {
 	// absent once every slot is where the spec puts it.
 	// +optional
 	Resharding *ReshardingStatus `json:"resharding,omitempty"`
+
+	// Restore is the progress of spec.restore.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
 }
 
 // ReshardingStatus is the progress of a shard count change's slot moves.
@@ -367,6 +376,7 @@ type AutoscalingStatus struct {
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 57",message="metadata.name must be at most 57 characters: pod names add a 6-character suffix and must stay a 63-character DNS label"
+// +kubebuilder:validation:XValidation:rule="has(self.spec.restore) == has(oldSelf.spec.restore) && (!has(self.spec.restore) || self.spec.restore == oldSelf.spec.restore)",message="spec.restore is read when the cluster is created: it cannot be added, changed or removed",fieldPath=".spec.restore"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.tls) == has(oldSelf.spec.tls)",message="spec.tls cannot be added or removed after creation; only spec.tls.secretRef may change",fieldPath=".spec.tls"
 type ValkeyCluster struct {
 	metav1.TypeMeta   `json:",inline"`

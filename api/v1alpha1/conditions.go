@@ -111,8 +111,17 @@ const (
 const (
 	ReasonFormed        = "ClusterFormed"
 	ReasonBootstrapping = "Bootstrapping"
-	ReasonInvalid       = "Invalid"
-	ReasonConverged     = "Converged"
+	// ReasonRestoring: the cluster is formed and spec.restore is filling
+	// it; it is Ready only once every key is in (status.restore).
+	ReasonRestoring = "Restoring"
+	// ReasonRestoreFailed: spec.restore cannot complete (status.restore).
+	ReasonRestoreFailed = "RestoreFailed"
+	// ReasonRestoreStarted and ReasonRestoreCompleted are the Events of a
+	// restore's start and end.
+	ReasonRestoreStarted   = "RestoreStarted"
+	ReasonRestoreCompleted = "RestoreCompleted"
+	ReasonInvalid          = "Invalid"
+	ReasonConverged        = "Converged"
 	// ReasonReferencesUnresolved: the cluster has the shape its last
 	// resolvable spec asks for, but the current spec's references do not
 	// resolve, so what it changes is not applied (see ReferencesResolved).

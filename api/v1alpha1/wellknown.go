@@ -18,6 +18,11 @@ const (
 	// LabelJoinType says why a ValkeyNode was created (never on pods).
 	LabelJoinType = "valkey.gomomento.com/join-type"
 
+	// LabelRestoreOf carries, on a restore's scratch servers (loaders), the
+	// cluster being restored. They carry no LabelInstance: they must never
+	// be taken for the cluster's nodes or serve its clients.
+	LabelRestoreOf = "valkey.gomomento.com/restore-of"
+
 	JoinTypeReplica = "replica"
 	JoinTypePrimary = "primary"
 	JoinTypeShard   = "shard"

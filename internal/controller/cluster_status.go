@@ -194,6 +194,7 @@ func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseR
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
 	}
 	applyPlan(vc, lead, decideState(s.creating, lead, s.o))
+	applyRestoreGate(vc, lead)
 	if s.aclHeld && lead.Done() {
 		markSpecHeld(vc)
 	}

@@ -49,7 +49,9 @@ func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlr
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
 		}
 		r.noteUnreachable(vc, s.o)
-		if wave.Done() && !s.rotating {
+		// A cluster waiting for its restore looks again soon: the restore
+		// controller's status writes do not wake this one.
+		if wave.Done() && !s.rotating && !restorePending(vc) {
 			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 		}
 		if lead := wave.Lead(); lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {

@@ -67,6 +67,20 @@ func (c *connector) dial(ctx context.Context, name, ip string) (*valkey.Node, er
 	return n, nil
 }
 
+// dialLoader reaches a restore's scratch server (loader): its own default
+// user, plaintext (see docs/backup.md), at the pod's IP.
+func (c *connector) dialLoader(ctx context.Context, name, ip, password string) (*valkey.Node, error) {
+	n, err := valkey.Dial(ctx, valkey.Target{
+		Address:  net.JoinHostPort(ip, fmt.Sprint(render.PortValkey)),
+		Password: password,
+		Dialer:   c.dialer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to restore loader %s at %s: %w", name, ip, err)
+	}
+	return n, nil
+}
+
 // clusterConnector is how the cluster controller reaches its nodes: as
 // the operator user and, on TLS, verified against the valid Secret's CA, or
 // while that is invalid against the CA the nodes run with, or a leaf the

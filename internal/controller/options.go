@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +65,13 @@ type Options struct {
 	// it sees and acts on ValkeyClusters and their objects there only, and
 	// needs namespaced permissions there only. Empty watches every namespace.
 	WatchNamespaces []string
+	// RestoreFeedAddress is where the operator listens, once a restore
+	// needs it, for the scratch servers (loaders) that replicate a
+	// backup's files from it.
+	RestoreFeedAddress string
+	// RestoreFeedHost is the address loaders dial to reach that listener:
+	// the operator pod's IP. Empty, restores wait with a message saying so.
+	RestoreFeedHost string
 }
 
 // SplitNamespaces parses a comma-separated namespace list as given on the
@@ -84,6 +92,9 @@ func SplitNamespaces(s string) []string {
 func (o Options) watches(ns string) bool {
 	return len(o.WatchNamespaces) == 0 || slices.Contains(o.WatchNamespaces, ns)
 }
+
+// DefaultRestoreFeedPort is the port restore loaders replicate from.
+const DefaultRestoreFeedPort = 7380
 
 // DefaultNamespace is where the install puts the operator.
 const DefaultNamespace = "valkey-operator"
@@ -108,6 +119,8 @@ func DefaultOptions() Options {
 		MeteringInterval:  time.Minute,
 		ExporterImage:     render.DefaultExporterImage,
 		FilterCache:       true,
+		// RestoreFeedHost comes from the environment (operatorcmd).
+		RestoreFeedAddress: ":" + strconv.Itoa(DefaultRestoreFeedPort),
 	}
 }
 

@@ -36,7 +36,9 @@ package controller
 // A node's pod is created once, annotated (and relabelled, if someone
 // removed its labels) in place and deleted, never updated; a pod missing
 // from the label-filtered cache is read by name (get) before anything
-// treats it as gone. Its ConfigMap is written once and never read back:
+// treats it as gone. A restore's scratch servers (loaders) are pods too,
+// created, read by name and deleted one by one, with their Secret. A node's
+// ConfigMap is written once and never read back:
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 //
 // The readiness gate valkey.gomomento.com/synced is a pod status condition:

@@ -77,6 +77,9 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := setupBackup(mgr, opts, nil); err != nil {
 		return err
 	}
+	if err := setupRestore(mgr, opts, nil); err != nil {
+		return err
+	}
 	return setupMetering(mgr, opts)
 }
 

@@ -68,6 +68,7 @@ func defaults() *settings {
 		s.zoneSpread = v
 	}
 	s.opts.Namespace = ownNamespace(s.opts.Namespace)
+	s.opts.RestoreFeedHost = os.Getenv("POD_IP")
 	return s
 }
 
@@ -93,6 +94,8 @@ func (s *settings) bind(fs *flag.FlagSet) {
 		opts.WatchNamespaces = controller.SplitNamespaces(v)
 		return nil
 	})
+	fs.StringVar(&opts.RestoreFeedAddress, "restore-feed-bind-address", opts.RestoreFeedAddress, "Address the operator listens on, once a restore needs it, for the scratch servers that load a backup's files from it.")
+	fs.StringVar(&opts.RestoreFeedHost, "restore-feed-host", opts.RestoreFeedHost, "Address restore loaders dial to reach the operator (default: env POD_IP).")
 	fs.BoolVar(&s.printVersion, "version", false, "Print the version and exit.")
 	// controller-runtime registers --kubeconfig globally and reads it there.
 	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {

@@ -81,6 +81,7 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 		return err
 	}
 	opOpts := controller.DefaultOptions()
+	opOpts.RestoreFeedAddress, opOpts.RestoreFeedHost = "127.0.0.1:0", "127.0.0.1"
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
 	mgrDone, err := startOperator(mgrCtx, l, scheme, opOpts)

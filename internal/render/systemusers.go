@@ -30,14 +30,15 @@ const (
 // extracts the commands from the code and fails on a command missing here
 // and on a grant no code sends. PING is valkey-go's keep-alive. ACL LIST
 // confirms a node runs the rendered file rather than an older one its
-// mount still held. The rest is classic resharding: MIGRATE reads and
-// deletes the keys on the source (~*) and authenticates on the target as
-// this same user, where it sends SELECT and RESTORE-ASKING.
+// mount still held. Then classic resharding: MIGRATE reads and deletes
+// the keys on the source (~*) and authenticates on the target as this same
+// user, where it sends SELECT and RESTORE-ASKING. RESTORE writes a
+// restored backup's keys into a new cluster.
 var operatorGrants = []string{
 	"+cluster|nodes", "+cluster|info", "+cluster|meet", "+cluster|forget", "+cluster|addslotsrange",
 	"+cluster|replicate", "+cluster|failover", "+cluster|setslot", "+cluster|getkeysinslot",
 	"+info", "+ping", "+acl|load", "+acl|list", "+config|set",
-	"~*", "+migrate", "+restore-asking", "+select",
+	"~*", "+migrate", "+restore-asking", "+select", "+restore",
 }
 
 // atomicOperatorGrants start, follow and cancel atomic slot migrations: CLUSTER

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +41,17 @@ type feed struct {
 	open FeedSource
 	sent chan error
 	ctx  context.Context
+	// claimed: the file was asked for once. A replica asks again only
+	// when it could not load what it was sent.
+	claimed atomic.Bool
+}
+
+// report hands the feed's outcome over once; later ones are dropped.
+func (fd *feed) report(err error) {
+	select {
+	case fd.sent <- err:
+	default:
+	}
 }
 
 // NewFeeder serves replicas on ln until ln is closed.
@@ -62,7 +74,9 @@ func (f *Feeder) Close() error {
 
 // Offer registers a feed and returns the token the replica must send as
 // its masterauth. sent receives once: nil when the whole file was
-// written to the replica, or why not. Cancelling ctx withdraws the feed
+// written to the replica, or why not; a replica that asks for the file a
+// second time could not load it, and that is the outcome if the first
+// was not yet taken. Cancelling ctx withdraws the feed
 // and ends its connection.
 func (f *Feeder) Offer(ctx context.Context, open FeedSource) (token string, sent <-chan error, err error) {
 	b := make([]byte, 20)
@@ -129,8 +143,13 @@ func (f *Feeder) handle(conn net.Conn) {
 		case cmd == "REPLCONF":
 			_, err = io.WriteString(conn, "+OK\r\n")
 		case cmd == "PSYNC" || cmd == "SYNC":
+			if fd.claimed.Swap(true) {
+				fd.report(errors.New("the replica asked for the file again: it could not load what it was sent (its log says why)"))
+				_, _ = io.WriteString(conn, "-ERR the file was sent once\r\n")
+				return
+			}
 			err = fd.send(conn, cmd == "PSYNC")
-			fd.sent <- err
+			fd.report(err)
 			if err == nil {
 				fd.idle(conn, r)
 			}

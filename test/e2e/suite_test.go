@@ -64,6 +64,9 @@ func startOperatorWith(ctx context.Context, tweak func(*rest.Config)) (stop func
 	}
 	opts := controller.DefaultOptions()
 	opts.PendingRequeue = 500 * time.Millisecond
+	// Restore loaders are processes on this machine: they reach the
+	// operator on loopback, at a port no other run holds.
+	opts.RestoreFeedAddress, opts.RestoreFeedHost = "127.0.0.1:0", "127.0.0.1"
 	// Failures the tests provoke on purpose should be retried within a
 	// test's patience, not the shipped minute.
 	opts.ErrorBackoffMax = 5 * time.Second
