@@ -17,6 +17,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/s3test"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
@@ -55,6 +56,8 @@ type killedStep struct {
 	password render.Passwords
 	tls      *tlsFixture
 	next     *testcerts.LeafCert
+	// restored is the cluster a restore step fills from s's backup.
+	restored client.ObjectKey
 }
 
 // underWay tells whether the step's first action has been taken.
@@ -154,6 +157,21 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 					t.Errorf("%s replaced nodes: before %v, after %v", s.what, got, getCluster(t, s.key).Status.Nodes)
 				}
 			}},
+		{what: "a restore", ns: "opkill-restore", version: "8.0.1", shards: 2, replicas: 0,
+			begin: beginRestore, toShards: 2, toReplicas: 0,
+			// A loader exists: a shard's file is on its way into it.
+			started: func(t testing.TB, s *killedStep) bool { return len(restoreLoaders(t, s.restored)) > 0 },
+			done: func(t testing.TB, s *killedStep) {
+				vc := waitRestored(t, s.restored, 3)
+				checkAll(t, clusterClient(t, seedOf(s.restored), nil), s.before)
+				eventually(t, time.Minute, "the loaders gone", func() error {
+					if n := len(restoreLoaders(t, s.restored)); n > 0 {
+						return errorf("%d loaders left", n)
+					}
+					return nil
+				})
+				t.Logf("%s: %s", s.what, vc.Status.Restore.Message)
+			}},
 	}
 
 	start := time.Now()
@@ -243,6 +261,32 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 			countEvents(t, s.key, string(topology.KindClearSlotStates), ""), topology.KindClearSlotStates)
 	}
 	t.Logf("every step converged %s after the changes", time.Since(start).Round(time.Second))
+}
+
+// beginRestore backs the step's cluster up and creates a 3-shard cluster
+// restoring the backup.
+func beginRestore(t testing.TB, s *killedStep) {
+	store := s3test.Start(t)
+	store.MakeBucket(t, backupBucket)
+	createBackupCredentials(t, s.ns, "store-credentials", store.AccessKey, store.SecretKey)
+	b := createBackup(t, s.ns, "before", s.key.Name, "store-credentials", store.Endpoint, "")
+	if b = waitBackupFinal(t, client.ObjectKeyFromObject(b)); b.Status.Phase != valkeyv1.BackupCompleted {
+		t.Fatalf("backup %s: %s", b.Status.Phase, b.Status.Message)
+	}
+	s.restored = createCluster(t, s.ns, "copy", menuConfigName(s.ns), 3, 0, func(spec *valkeyv1.ValkeyClusterSpec) {
+		spec.Restore = &valkeyv1.ClusterRestore{BackupName: b.Name}
+	})
+}
+
+// restoreLoaders are the restore loader pods of cluster key.
+func restoreLoaders(t testing.TB, key client.ObjectKey) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := k8sClient.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+		client.MatchingLabels{valkeyv1.LabelRestoreOf: key.Name}); err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
 }
 
 func whatOf(steps []*killedStep) string {

@@ -148,7 +148,9 @@ func startOperatorProcess(t testing.TB, argv []string, kubeconfig, ns, name stri
 	p.cmd = exec.Command(argv[0], append(argv[1:], "--leader-elect", "--leader-election-namespace", ns,
 		"--metrics-bind-address", p.metrics, "--metrics-secure=false", "--health-probe-bind-address", freeAddr(t),
 		// The kubelet here projects a changed Secret within projectionDelay.
-		"--credentials-settle", (2*projectionDelay).String())...)
+		"--credentials-settle", (2*projectionDelay).String(),
+		// Restore loaders are processes here: they reach it on loopback.
+		"--restore-feed-bind-address", "127.0.0.1:0", "--restore-feed-host", "127.0.0.1")...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {

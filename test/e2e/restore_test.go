@@ -126,13 +126,10 @@ func TestRestoreIntoAnotherShape(t *testing.T) {
 	})
 
 	for _, name := range []string{"into-three", "into-one", "damaged"} {
+		key := client.ObjectKey{Namespace: ns, Name: name}
 		eventually(t, time.Minute, name+"'s loaders gone", func() error {
-			var pods corev1.PodList
-			if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{valkeyv1.LabelRestoreOf: name}); err != nil {
-				return err
-			}
-			if len(pods.Items) > 0 {
-				return fmt.Errorf("%d loader pods left", len(pods.Items))
+			if n := len(restoreLoaders(t, key)); n > 0 {
+				return fmt.Errorf("%d loader pods left", n)
 			}
 			var s corev1.Secret
 			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.RestoreLoaderSecretName(name)}, &s); err == nil {
