@@ -68,6 +68,16 @@ func (s *killedStep) underWay(t testing.TB) bool {
 	return countEvents(t, s.key, s.event, s.note) > s.seen
 }
 
+// reshapes: the step changes the cluster's shape.
+func (s *killedStep) reshapes() bool { return s.toShards != s.shards || s.toReplicas != s.replicas }
+
+// shapeReached: the cluster is converged to the step's target shape.
+func shapeReached(t testing.TB, s *killedStep) bool {
+	st := getCluster(t, s.key).Status
+	return st.State == valkeyv1.StateActive && int(st.Shards) == s.toShards && st.SlotsAssigned == topology.TotalSlots &&
+		len(st.Nodes) == s.toShards*(1+s.toReplicas)
+}
+
 func resize(shards, replicas int) func(testing.TB, *killedStep) {
 	return func(t testing.TB, s *killedStep) {
 		updateCluster(t, s.key, func(vc *valkeyv1.ValkeyCluster) {
@@ -217,6 +227,19 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 	pending := slices.Clone(steps)
 	for round := 0; len(pending) > 0; round++ {
 		eventually(t, 4*time.Minute, "the first action of "+whatOf(pending), func() error {
+			// A process killed right after an action may never have sent
+			// its Event: a step that changes the shape and has reached it
+			// was carried out between kills, and needs no kill of its own.
+			pending = slices.DeleteFunc(pending, func(s *killedStep) bool {
+				if !s.reshapes() || !shapeReached(t, s) {
+					return false
+				}
+				t.Logf("%s completed between kills, its first Event not recorded", s.what)
+				return true
+			})
+			if len(pending) == 0 {
+				return nil
+			}
 			for _, s := range pending {
 				if s.underWay(t) {
 					return nil
@@ -224,6 +247,9 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 			}
 			return errorf("no new Event yet")
 		})
+		if len(pending) == 0 {
+			break
+		}
 		if err := op.cmd.Process.Kill(); err != nil {
 			t.Fatalf("SIGKILL to the operator: %v", err)
 		}

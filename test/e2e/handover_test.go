@@ -98,8 +98,16 @@ func runHandOver(t *testing.T, version, how string) {
 	checkAll(t, c, before)
 	checkAll(t, c, acked)
 
-	// One failover, the operator's, recorded like a roll's.
-	if n := countEvents(t, key, string(topology.KindFailover), topology.ReasonHandOver+": "+replica); n != 1 {
+	// One failover, the operator's, recorded like a roll's. Events reach
+	// the API server asynchronously: wait for the first, then count.
+	note := topology.ReasonHandOver + ": " + replica
+	eventually(t, time.Minute, "the hand-over's Failover Event", func() error {
+		if countEvents(t, key, string(topology.KindFailover), note) == 0 {
+			return fmt.Errorf("no Failover Event from %s to %s yet", primary, replica)
+		}
+		return nil
+	})
+	if n := countEvents(t, key, string(topology.KindFailover), note); n != 1 {
 		t.Errorf("%d Failover Events for the hand-over from %s to %s, want 1", n, primary, replica)
 	}
 }
