@@ -145,6 +145,10 @@ func runBenchmarks(dir string, realistic time.Duration) (*PodStartStop, error) {
 	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/e2e/", "^BenchmarkDurability$", "40m"); err != nil {
 		return nil, err
 	}
+	// So does the backup benchmark ($VALKEY_BENCH_BACKUP_MB).
+	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/e2e/", "^BenchmarkBackup$", "30m"); err != nil {
+		return nil, err
+	}
 	env = []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=" + realistic.String(), "VALKEY_BENCH_ROTATIONS=2"}
 	if _, err := goTest(env, "./test/e2e/", "^BenchmarkTLSLeafRotation$", "20m"); err != nil {
 		return nil, err

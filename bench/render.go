@@ -73,6 +73,7 @@ func Render(r Report) string {
 	renderResharding(&w, r)
 	renderAutoscale(&w, r)
 	renderDurability(&w, r)
+	renderBackup(&w, r)
 	renderFootprint(&w, r)
 	renderSecretCache(&w, r)
 	return w.String()

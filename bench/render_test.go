@@ -123,6 +123,15 @@ func TestRender(t *testing.T) {
 		want:    []string{"## Durability", "| `appendfsync everysec` |"},
 		notWant: []string{"**Full restart.**"},
 	}, {
+		name: "backup and restore beside the store and the plain server",
+		report: with(func(r *Report) {
+			r.Records.Backup = []record.Backup{{Version: "8.0.1", Keys: 104857, ValueBytes: 10240, Bytes: 1_000_000_000,
+				BackupSeconds: 10, RestoreSeconds: 20, StoreUploadSeconds: 4, StoreDownloadSeconds: 2, PlainRDBSeconds: 5, PlainLoadSeconds: 1,
+				Requests: 200000, P99IdleMs: 0.5, P99DuringMs: 0.75}}
+		}),
+		want: []string{"## Backup and restore",
+			"| 8.0.1 | 953 MiB (104857 keys) | 100.0 MB/s | 250.0 MB/s | 200.0 MB/s | 50.0 MB/s | 500.0 MB/s | 1000.0 MB/s | 0.75 / 0.50 ms |"},
+	}, {
 		name: "one failure in many is not rounded away",
 		report: with(func(r *Report) {
 			r.Records.Availability = []record.Availability{

@@ -185,6 +185,45 @@ type DurableWrites struct {
 	PlainRPS    float64 `json:"plainRps"`
 }
 
+// Backup is one backup and one restore of the same data, each beside its
+// limits measured in the same run: the object store's own transfer of the
+// file with a plain client, and a plain valkey-server producing
+// (valkey-cli --rdb) and loading it.
+type Backup struct {
+	Version    string `json:"version"`
+	Keys       int    `json:"keys"`
+	ValueBytes int    `json:"valueBytes"`
+	// Bytes is the backup's size (its RDB files).
+	Bytes int64 `json:"bytes"`
+	// BackupSeconds and RestoreSeconds run from the start to the end the
+	// backup's and the restore's status record.
+	BackupSeconds  float64 `json:"backupSeconds"`
+	RestoreSeconds float64 `json:"restoreSeconds"`
+	// The limits.
+	StoreUploadSeconds   float64 `json:"storeUploadSeconds"`
+	StoreDownloadSeconds float64 `json:"storeDownloadSeconds"`
+	PlainRDBSeconds      float64 `json:"plainRdbSeconds"`
+	PlainLoadSeconds     float64 `json:"plainLoadSeconds"`
+	// valkey-benchmark's SET p99 against the primary, with no backup and
+	// during one, over Requests requests.
+	Requests    int     `json:"requests"`
+	P99IdleMs   float64 `json:"p99IdleMs"`
+	P99DuringMs float64 `json:"p99DuringMs"`
+}
+
+// BackupMBps is the backup's throughput in MB/s.
+func (b Backup) BackupMBps() float64 { return perSecond(b.Bytes, b.BackupSeconds) }
+
+// RestoreMBps is the restore's throughput in MB/s.
+func (b Backup) RestoreMBps() float64 { return perSecond(b.Bytes, b.RestoreSeconds) }
+
+func perSecond(bytes int64, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
+	}
+	return float64(bytes) / 1e6 / seconds
+}
+
 // File is one record as written to disk: exactly one field is set.
 type File struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
@@ -197,6 +236,7 @@ type File struct {
 	// DurableRestart and DurableWrites make the durability section.
 	DurableRestart *DurableRestart `json:"durableRestart,omitempty"`
 	DurableWrites  *DurableWrites  `json:"durableWrites,omitempty"`
+	Backup         *Backup         `json:"backup,omitempty"`
 }
 
 // Set is every record of a run, in the order their files sort.
@@ -210,6 +250,7 @@ type Set struct {
 	Autoscale      []Autoscale
 	DurableRestart []DurableRestart
 	DurableWrites  []DurableWrites
+	Backup         []Backup
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -273,5 +314,7 @@ func (s *Set) Add(f File) {
 		s.DurableRestart = append(s.DurableRestart, *f.DurableRestart)
 	case f.DurableWrites != nil:
 		s.DurableWrites = append(s.DurableWrites, *f.DurableWrites)
+	case f.Backup != nil:
+		s.Backup = append(s.Backup, *f.Backup)
 	}
 }
