@@ -67,7 +67,7 @@ func TestKustomizeDefaultDryRun(t *testing.T) {
 		t.Errorf("resources %+v, want %+v", got, defaultResources)
 	}
 	for _, p := range convert[appsv1.Deployment](t, dep).Spec.Template.Spec.Containers[0].Ports {
-		if want := map[string]int32{"metrics": 8443, "health": 8081}[p.Name]; p.ContainerPort != want {
+		if want := map[string]int32{"metrics": 8443, "health": 8081, "restore-feed": 7380}[p.Name]; p.ContainerPort != want {
 			t.Errorf("port %s is %d, want %d", p.Name, p.ContainerPort, want)
 		}
 	}
