@@ -106,11 +106,15 @@ func (r Retention) NextExpiry(backups []Kept, now time.Time) (time.Time, bool) {
 // Message is the RetentionApplied condition's message while nothing
 // fails: the retention in force.
 func (r Retention) Message() string {
+	newest := fmt.Sprintf("the %d newest Completed backups", r.KeepLast)
+	if r.KeepLast == 1 {
+		newest = "the newest Completed backup"
+	}
 	switch {
 	case r.KeepLast > 0 && r.MaxAge > 0:
-		return fmt.Sprintf("keeping the %d newest Completed backups, none older than %s", r.KeepLast, r.MaxAge)
+		return fmt.Sprintf("keeping %s, none older than %s", newest, r.MaxAge)
 	case r.KeepLast > 0:
-		return fmt.Sprintf("keeping the %d newest Completed backups", r.KeepLast)
+		return "keeping " + newest
 	case r.MaxAge > 0:
 		return fmt.Sprintf("keeping backups younger than %s, and the newest Completed one", r.MaxAge)
 	}

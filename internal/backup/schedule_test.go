@@ -229,6 +229,7 @@ func TestRetentionMessage(t *testing.T) {
 	}{
 		{Retention{}, "every backup is kept"},
 		{Retention{KeepLast: 2}, "the 2 newest Completed"},
+		{Retention{KeepLast: 1}, "keeping the newest Completed backup"},
 		{Retention{MaxAge: time.Hour}, "younger than 1h0m0s"},
 		{Retention{KeepLast: 3, MaxAge: time.Hour}, "3 newest Completed backups, none older than 1h0m0s"},
 	} {
