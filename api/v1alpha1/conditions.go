@@ -267,3 +267,29 @@ const (
 	// ReasonBackupCompleted: every shard and the manifest are written.
 	ReasonBackupCompleted = "Completed"
 )
+
+// Condition types of a ValkeyScheduledBackup.
+const (
+	// CondScheduleValid is False while spec.schedule is not a cron
+	// expression the operator reads; its message names the bad field.
+	CondScheduleValid = "ScheduleValid"
+	// CondRetentionApplied is False while a backup out of retention could
+	// not be pruned; its message carries the store's error.
+	CondRetentionApplied = "RetentionApplied"
+)
+
+// Reasons of CondScheduleValid and CondRetentionApplied.
+const (
+	// ReasonScheduleParsed: spec.schedule is read; backups are created at
+	// its due times (unless suspended).
+	ReasonScheduleParsed = "ScheduleParsed"
+	// ReasonScheduleInvalid: spec.schedule is not a cron expression of
+	// five fields, or six with seconds first; no backup is created.
+	ReasonScheduleInvalid = "InvalidSchedule"
+	// ReasonWithinRetention: every backup out of retention is pruned, or
+	// none is.
+	ReasonWithinRetention = "WithinRetention"
+	// ReasonPruneFailed: a backup's objects could not be deleted from the
+	// store; the ValkeyBackup stays and pruning is retried.
+	ReasonPruneFailed = "PruneFailed"
+)

@@ -26,11 +26,12 @@ func TestDiscoveryAndPrinterColumns(t *testing.T) {
 		shortName  string
 	}
 	wants := map[string]want{
-		"valkeyimages":   {false, "vki"},
-		"valkeyconfigs":  {false, "vkcfg"},
-		"valkeyroles":    {false, "vkr"},
-		"valkeyclusters": {true, "vkc"},
-		"valkeynodes":    {true, "vkn"},
+		"valkeyimages":           {false, "vki"},
+		"valkeyconfigs":          {false, "vkcfg"},
+		"valkeyroles":            {false, "vkr"},
+		"valkeyclusters":         {true, "vkc"},
+		"valkeynodes":            {true, "vkn"},
+		"valkeyscheduledbackups": {true, "vksb"},
 	}
 	seen := map[string]bool{}
 	for _, r := range list.APIResources {
@@ -57,11 +58,12 @@ func TestDiscoveryAndPrinterColumns(t *testing.T) {
 	}
 
 	columns := map[string][]string{
-		"valkeyimages.valkey.gomomento.com":   {"Repository", "Tag", "Version"},
-		"valkeyconfigs.valkey.gomomento.com":  {"ImageRef", "BaseRef"},
-		"valkeyroles.valkey.gomomento.com":    {"Age"},
-		"valkeyclusters.valkey.gomomento.com": {"Config", "Shards", "Replicas", "State"},
-		"valkeynodes.valkey.gomomento.com":    {"Cluster", "Image", "Lifecycle"},
+		"valkeyimages.valkey.gomomento.com":           {"Repository", "Tag", "Version"},
+		"valkeyconfigs.valkey.gomomento.com":          {"ImageRef", "BaseRef"},
+		"valkeyroles.valkey.gomomento.com":            {"Age"},
+		"valkeyclusters.valkey.gomomento.com":         {"Config", "Shards", "Replicas", "State"},
+		"valkeynodes.valkey.gomomento.com":            {"Cluster", "Image", "Lifecycle"},
+		"valkeyscheduledbackups.valkey.gomomento.com": {"Cluster", "Schedule", "Last Backup", "Next", "Age"},
 	}
 	for crdName, want := range columns {
 		var crd apiextensionsv1.CustomResourceDefinition

@@ -17,6 +17,9 @@ const (
 	LabelShardIndex = "valkey.gomomento.com/shard-index"
 	// LabelJoinType says why a ValkeyNode was created (never on pods).
 	LabelJoinType = "valkey.gomomento.com/join-type"
+	// LabelScheduledBackup carries, on a ValkeyBackup a schedule created,
+	// the ValkeyScheduledBackup's name.
+	LabelScheduledBackup = "valkey.gomomento.com/scheduled-backup"
 
 	// LabelRestoreOf carries, on a restore's scratch servers (loaders), the
 	// cluster being restored. They carry no LabelInstance: they must never

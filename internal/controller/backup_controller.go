@@ -85,7 +85,7 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // chosen before anything is marked Running, then every shard at once,
 // then the manifest. Every failure ends the backup Failed with its reason.
 func (r *backupReconciler) run(ctx context.Context, b *valkeyv1.ValkeyBackup, vc *valkeyv1.ValkeyCluster) error {
-	mc, err := backupStore(ctx, r.APIReader, b)
+	mc, err := backupStore(ctx, r.APIReader, b.Namespace, b.Spec.Destination)
 	if err != nil {
 		if de := (destinationError{}); errors.As(err, &de) {
 			return r.finish(ctx, b, valkeyv1.BackupFailed, valkeyv1.ReasonBackupDestinationInvalid, err.Error())

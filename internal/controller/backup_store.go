@@ -38,13 +38,13 @@ type destinationError struct{ err error }
 func (e destinationError) Error() string { return e.err.Error() }
 func (e destinationError) Unwrap() error { return e.err }
 
-// backupStore opens a client of the backup's bucket and checks that the
-// bucket exists and the credentials may read it; the Secrets are read
-// around the cache, which holds only the operator's own.
-func backupStore(ctx context.Context, c client.Reader, b *valkeyv1.ValkeyBackup) (*minio.Client, error) {
-	d := b.Spec.Destination
+// backupStore opens a client of a destination's bucket, its Secrets in
+// namespace, and checks that the bucket exists and the credentials may
+// read it; the Secrets are read around the cache, which holds only the
+// operator's own.
+func backupStore(ctx context.Context, c client.Reader, namespace string, d valkeyv1.BackupDestination) (*minio.Client, error) {
 	var creds corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: d.CredentialsSecretRef}, &creds); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d.CredentialsSecretRef}, &creds); err != nil {
 		return nil, destinationError{fmt.Errorf("reading credentials Secret %s: %w", d.CredentialsSecretRef, err)}
 	}
 	id, secret := string(creds.Data[backupKeyAccessKeyID]), string(creds.Data[backupKeySecretAccessKey])
@@ -66,7 +66,7 @@ func backupStore(ctx context.Context, c client.Reader, b *valkeyv1.ValkeyBackup)
 	transport.ResponseHeaderTimeout = time.Minute
 	if d.CASecretRef != "" {
 		var ca corev1.Secret
-		if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: d.CASecretRef}, &ca); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: d.CASecretRef}, &ca); err != nil {
 			return nil, destinationError{fmt.Errorf("reading CA Secret %s: %w", d.CASecretRef, err)}
 		}
 		pool := x509.NewCertPool()

@@ -17,9 +17,12 @@ package controller
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=update;patch
 //
-// Backups: read, and their status written as each one runs:
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeybackups,verbs=list;watch
+// Backups: read, and their status written as each one runs; created at a
+// schedule's due times and deleted when out of its retention:
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeybackups,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeybackups/status,verbs=update
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyscheduledbackups,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyscheduledbackups/status,verbs=update
 //
 // Metering records, one per cluster in the operator's namespace: created,
 // advanced and released, never deleted by the operator:

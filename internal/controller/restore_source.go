@@ -8,7 +8,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -65,10 +64,7 @@ func (r *restoreReconciler) openBackup(ctx context.Context, vc *valkeyv1.ValkeyC
 	}
 	// The store is opened as a backup to that destination would open it:
 	// the same Secrets, CA and checks.
-	mc, err := backupStore(ctx, r.APIReader, &valkeyv1.ValkeyBackup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: vc.Namespace},
-		Spec:       valkeyv1.ValkeyBackupSpec{Destination: dest},
-	})
+	mc, err := backupStore(ctx, r.APIReader, vc.Namespace, dest)
 	if err != nil {
 		return nil, err
 	}

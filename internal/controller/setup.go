@@ -80,6 +80,9 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := setupRestore(mgr, opts, nil); err != nil {
 		return err
 	}
+	if err := setupScheduledBackup(mgr); err != nil {
+		return err
+	}
 	return setupMetering(mgr, opts)
 }
 

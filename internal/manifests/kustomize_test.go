@@ -33,6 +33,7 @@ var wantInstall = []string{
 	"CustomResourceDefinition/valkeymeteringrecords.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeynodes.valkey.gomomento.com",
 	"CustomResourceDefinition/valkeyroles.valkey.gomomento.com",
+	"CustomResourceDefinition/valkeyscheduledbackups.valkey.gomomento.com",
 	"Deployment/valkey-operator",
 	"Namespace/valkey-operator",
 	"Role/valkey-operator-leader-election",

@@ -35,17 +35,18 @@ const (
 // decides where a namespace-scoped install holds it.
 var Scopes = map[schema.GroupResource]Scope{
 	// A cluster's own objects, in its namespace.
-	{Group: "", Resource: "pods"}:                                      Watched,
-	{Group: "", Resource: "configmaps"}:                                Watched,
-	{Group: "", Resource: "persistentvolumeclaims"}:                    Watched,
-	{Group: "", Resource: "secrets"}:                                   Watched,
-	{Group: "", Resource: "services"}:                                  Watched,
-	{Group: "policy", Resource: "poddisruptionbudgets"}:                Watched,
-	{Group: "networking.k8s.io", Resource: "networkpolicies"}:          Watched,
-	{Group: "valkey.gomomento.com", Resource: "valkeyclusters"}:        Watched,
-	{Group: "valkey.gomomento.com", Resource: "valkeynodes"}:           Watched,
-	{Group: "valkey.gomomento.com", Resource: "valkeybackups"}:         Watched,
-	{Group: "valkey.gomomento.com", Resource: "valkeymeteringrecords"}: Operator,
+	{Group: "", Resource: "pods"}:                                       Watched,
+	{Group: "", Resource: "configmaps"}:                                 Watched,
+	{Group: "", Resource: "persistentvolumeclaims"}:                     Watched,
+	{Group: "", Resource: "secrets"}:                                    Watched,
+	{Group: "", Resource: "services"}:                                   Watched,
+	{Group: "policy", Resource: "poddisruptionbudgets"}:                 Watched,
+	{Group: "networking.k8s.io", Resource: "networkpolicies"}:           Watched,
+	{Group: "valkey.gomomento.com", Resource: "valkeyclusters"}:         Watched,
+	{Group: "valkey.gomomento.com", Resource: "valkeynodes"}:            Watched,
+	{Group: "valkey.gomomento.com", Resource: "valkeybackups"}:          Watched,
+	{Group: "valkey.gomomento.com", Resource: "valkeyscheduledbackups"}: Watched,
+	{Group: "valkey.gomomento.com", Resource: "valkeymeteringrecords"}:  Operator,
 	// Events go where the object they are about is: a cluster's in its
 	// namespace, a metering record's in the operator's.
 	{Group: "events.k8s.io", Resource: "events"}: Watched | Operator,
