@@ -13,7 +13,7 @@ import (
 
 // connection is an API client and the namespace to work in.
 type connection struct {
-	client    client.Reader
+	client    client.Client
 	namespace string
 }
 

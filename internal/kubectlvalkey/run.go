@@ -28,6 +28,24 @@ type Env struct {
 	Resolver ResolveFunc
 	// Getenv reads the environment; nil uses os.Getenv.
 	Getenv func(string) string
+	// Now dates a backup's default name; nil uses time.Now.
+	Now func() time.Time
+	// PollInterval is how often --wait reads the object; zero is a second.
+	PollInterval time.Duration
+}
+
+func (e Env) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
+}
+
+func (e Env) pollInterval() time.Duration {
+	if e.PollInterval <= 0 {
+		return time.Second
+	}
+	return e.PollInterval
 }
 
 // usageError is a command line that cannot run.
@@ -53,13 +71,20 @@ func ExitCode(err error) int {
 	}
 }
 
-const usage = `kubectl valkey: inspect Valkey clusters run by the Valkey operator.
+const usage = `kubectl valkey: inspect, back up and restore Valkey clusters run by the
+Valkey operator.
 
 Usage:
   kubectl valkey status CLUSTER [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]
   kubectl valkey verify-tls CLUSTER [-n NAMESPACE] [--kubeconfig PATH] [--context NAME]
       [--ca FILE] [--user NAME] [--password-file FILE] [--address HOST:PORT]
       [--cluster-domain DOMAIN] [--timeout DURATION]
+  kubectl valkey backup CLUSTER --bucket BUCKET --endpoint URL --credentials SECRET
+      [--prefix PREFIX] [--insecure] [--region REGION] [--ca-secret SECRET]
+      [--name NAME] [--wait] [--timeout DURATION] [-n NAMESPACE ...]
+  kubectl valkey restore BACKUP --into NEW_CLUSTER [--config CONFIG] [--shards N]
+      [--replicas N] [--tls-secret SECRET] [--wait] [--timeout DURATION]
+      [-n NAMESPACE ...]
 
 The password of --user (or of the default user) comes from --password-file
 or $KUBECTL_VALKEY_PASSWORD, never from the command line.
@@ -84,6 +109,10 @@ func Run(ctx context.Context, args []string, env Env) error {
 		return runStatus(ctx, rest, env)
 	case "verify-tls":
 		return runVerifyTLS(ctx, rest, env)
+	case "backup":
+		return runBackup(ctx, rest, env)
+	case "restore":
+		return runRestore(ctx, rest, env)
 	case "help", "-h", "--help":
 		fmt.Fprint(env.Stdout, usage)
 		return nil
@@ -109,6 +138,11 @@ func (c *commonFlags) bind(fs *pflag.FlagSet) {
 // parse parses the flags and returns the one positional argument, the
 // cluster name. Flags may come before or after it, as with kubectl.
 func parse(fs *pflag.FlagSet, args []string) (string, error) {
+	return parseNamed(fs, args, "CLUSTER")
+}
+
+// parseNamed is parse for a command whose one argument is what names.
+func parseNamed(fs *pflag.FlagSet, args []string, what string) (string, error) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return "", err
@@ -116,7 +150,7 @@ func parse(fs *pflag.FlagSet, args []string) (string, error) {
 		return "", usageErrorf("%s: %v", fs.Name(), err)
 	}
 	if fs.NArg() != 1 {
-		return "", usageErrorf("%s: want exactly one CLUSTER argument, got %d", fs.Name(), fs.NArg())
+		return "", usageErrorf("%s: want exactly one %s argument, got %d", fs.Name(), what, fs.NArg())
 	}
 	return fs.Arg(0), nil
 }
