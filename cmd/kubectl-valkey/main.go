@@ -1,6 +1,6 @@
 // Command kubectl-valkey is the kubectl plugin for Valkey clusters run by
-// the Valkey operator: "kubectl valkey status" and "kubectl valkey
-// verify-tls". kubectl finds it by its name on PATH.
+// the Valkey operator: "kubectl valkey status", "verify-tls", "backup" and
+// "restore". kubectl finds it by its name on PATH.
 package main
 
 import (
