@@ -231,4 +231,3 @@ func waitRestore(ctx context.Context, c client.Reader, key client.ObjectKey, tim
 	fmt.Fprintf(env.Stdout, "Restore Completed: %d keys, %d/%d shards\n", r.Keys, r.ShardsDone, r.ShardsTotal)
 	return nil
 }
-
