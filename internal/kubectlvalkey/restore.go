@@ -141,7 +141,7 @@ func restore(ctx context.Context, c client.Client, namespace string, req restore
 	if err := c.Create(ctx, target); err != nil {
 		return fmt.Errorf("creating ValkeyCluster %s: %w", tkey, err)
 	}
-	writeRestoreCreated(env.Stdout, target, &b, source)
+	writeRestoreCreated(env.Stdout, target, &b, source, req.tlsSecret == nil)
 	if !req.wait {
 		return nil
 	}
@@ -185,7 +185,9 @@ func restoredSpec(req restoreRequest, b *valkeyv1.ValkeyBackup, source *valkeyv1
 	return spec, nil
 }
 
-func writeRestoreCreated(w io.Writer, vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup, source *valkeyv1.ValkeyCluster) {
+// writeRestoreCreated says what was created and where its values came
+// from; sourceTLS is whether the TLS Secret is the source cluster's.
+func writeRestoreCreated(w io.Writer, vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup, source *valkeyv1.ValkeyCluster, sourceTLS bool) {
 	from := fmt.Sprintf("source cluster %s no longer exists", b.Spec.Cluster)
 	if source != nil {
 		from = "defaults from source cluster " + source.Name
@@ -198,6 +200,12 @@ func writeRestoreCreated(w io.Writer, vc *valkeyv1.ValkeyCluster, b *valkeyv1.Va
 	fmt.Fprintf(w, "  config %s, shards %d, replicasPerShard %d, TLS %s\n",
 		vc.Spec.ConfigRef, vc.Spec.Shards, vc.Spec.ReplicasPerShard, tls)
 	fmt.Fprintf(w, "  backup %s: %d shards\n", orDash(b.Status.Path), len(b.Status.Shards))
+	if sourceTLS && vc.Spec.TLS != nil {
+		// A certificate names the cluster it serves: the source's Secret
+		// serves the copy only if it was issued for both.
+		fmt.Fprintf(w, "  note: Secret %s is %s's; unless its certificate also names %s.%s.svc.%s and *.%s.%s.svc.%s, the cluster stays not Ready (MissingSAN): pass --tls-secret\n",
+			vc.Spec.TLS.SecretRef, source.Name, vc.Name, vc.Namespace, defaultClusterDomain, vc.Name, vc.Namespace, defaultClusterDomain)
+	}
 }
 
 // waitRestore polls the cluster until its restore is Completed or Failed.

@@ -54,6 +54,7 @@ func TestRestoreCreates(t *testing.T) {
 			wantOut: `ValkeyCluster app/copy created from ValkeyBackup nightly (defaults from source cluster cache)
   config standard, shards 3, replicasPerShard 2, TLS Secret cache-tls
   backup s3://b/app/cache/nightly/: 2 shards
+  note: Secret cache-tls is cache's; unless its certificate also names copy.app.svc.cluster.local and *.copy.app.svc.cluster.local, the cluster stays not Ready (MissingSAN): pass --tls-secret
 `,
 		},
 		{
@@ -62,6 +63,10 @@ func TestRestoreCreates(t *testing.T) {
 			args: []string{"restore", "nightly", "--into", "copy", "--config", "large", "--shards", "5", "--replicas", "0", "--tls-secret", "copy-tls"},
 			want: &valkeyv1.ValkeyClusterSpec{ConfigRef: "large", Shards: 5, ReplicasPerShard: 0,
 				TLS: &valkeyv1.TLSSpec{SecretRef: "copy-tls"}, Restore: restoreOf},
+			wantOut: `ValkeyCluster app/copy created from ValkeyBackup nightly (defaults from source cluster cache)
+  config large, shards 5, replicasPerShard 0, TLS Secret copy-tls
+  backup s3://b/app/cache/nightly/: 2 shards
+`,
 		},
 		{
 			name: "without the source cluster, the backup's shard count",
