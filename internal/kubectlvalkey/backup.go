@@ -180,6 +180,13 @@ func writeBackupResult(w io.Writer, b *valkeyv1.ValkeyBackup) error {
 		// The operator's own sum, should a shard omit its size.
 		bytes = b.Status.Bytes
 	}
-	fmt.Fprintf(tw, "total\t%d shards\t%d\t%d\n", len(shards), keys, bytes)
+	fmt.Fprintf(tw, "total\t%s\t%d\t%d\n", shardCount(len(shards)), keys, bytes)
 	return tw.Flush()
+}
+
+func shardCount(n int) string {
+	if n == 1 {
+		return "1 shard"
+	}
+	return fmt.Sprintf("%d shards", n)
 }

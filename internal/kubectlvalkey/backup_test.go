@@ -205,3 +205,22 @@ total  2 shards     300   3072
 		})
 	}
 }
+
+// A one-shard backup, whose shard left its size out: the total is the
+// operator's sum.
+func TestWriteBackupResultOneShard(t *testing.T) {
+	b := &valkeyv1.ValkeyBackup{Status: valkeyv1.ValkeyBackupStatus{Path: "s3://b/x/", Bytes: 512,
+		Shards: []valkeyv1.BackupShard{{Index: 0, Node: "cache-1a2b3", Keys: 7}}}}
+	var out strings.Builder
+	if err := writeBackupResult(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	want := `Path: s3://b/x/
+SHARD  NODE         KEYS  BYTES
+0      cache-1a2b3  7     0
+total  1 shard      7     512
+`
+	if out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

@@ -199,7 +199,7 @@ func writeRestoreCreated(w io.Writer, vc *valkeyv1.ValkeyCluster, b *valkeyv1.Va
 	fmt.Fprintf(w, "ValkeyCluster %s/%s created from ValkeyBackup %s (%s)\n", vc.Namespace, vc.Name, b.Name, from)
 	fmt.Fprintf(w, "  config %s, shards %d, replicasPerShard %d, TLS %s\n",
 		vc.Spec.ConfigRef, vc.Spec.Shards, vc.Spec.ReplicasPerShard, tls)
-	fmt.Fprintf(w, "  backup %s: %d shards\n", orDash(b.Status.Path), len(b.Status.Shards))
+	fmt.Fprintf(w, "  backup %s: %s\n", orDash(b.Status.Path), shardCount(len(b.Status.Shards)))
 	if sourceTLS && vc.Spec.TLS != nil {
 		// A certificate names the cluster it serves: the source's Secret
 		// serves the copy only if it was issued for both.
