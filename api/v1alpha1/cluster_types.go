@@ -373,6 +373,7 @@ type AutoscalingStatus struct {
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Desired Shards",type=integer,JSONPath=`.status.autoscaling.desiredShards`
 // +kubebuilder:printcolumn:name="Resharding",type=string,JSONPath=`.status.resharding.progress`,priority=1
+// +kubebuilder:printcolumn:name="Restore",type=string,JSONPath=`.status.restore.phase`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 57",message="metadata.name must be at most 57 characters: pod names add a 6-character suffix and must stay a 63-character DNS label"
