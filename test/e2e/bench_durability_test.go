@@ -148,7 +148,7 @@ func durableRestart(b *testing.B, shards, replicas int, total int64) record.Dura
 
 // randomValue is one value that no compression shrinks, as a rewritten
 // file's RDB preamble would shrink a repeated byte.
-func randomValue(b *testing.B, size int) string {
+func randomValue(b testing.TB, size int) string {
 	buf := make([]byte, size)
 	if _, err := rand.Read(buf); err != nil {
 		b.Fatal(err)
@@ -158,7 +158,7 @@ func randomValue(b *testing.B, size int) string {
 
 // writeValues writes keys keys of value, pipelined in batches of about a
 // megabyte from four writers at once.
-func writeValues(b *testing.B, c valkey.Client, keys int, value string) {
+func writeValues(b testing.TB, c valkey.Client, keys int, value string) {
 	b.Helper()
 	batch := max(1, (1<<20)/len(value))
 	next := make(chan int)
@@ -202,7 +202,7 @@ func writeValues(b *testing.B, c valkey.Client, keys int, value string) {
 }
 
 // primaryKeys adds up the keys of the cluster's primaries.
-func primaryKeys(b *testing.B, key client.ObjectKey) (int, error) {
+func primaryKeys(b testing.TB, key client.ObjectKey) (int, error) {
 	total := 0
 	for _, sh := range getCluster(b, key).Status.ShardStatuses {
 		n, err := dialPod(key.Namespace, sh.Primary)

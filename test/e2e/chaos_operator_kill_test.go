@@ -3,12 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/backup"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/s3test"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
@@ -58,6 +62,9 @@ type killedStep struct {
 	next     *testcerts.LeafCert
 	// restored is the cluster a restore step fills from s's backup.
 	restored client.ObjectKey
+	// store and backup are a backup step's bucket and ValkeyBackup.
+	store  *s3test.Server
+	backup client.ObjectKey
 }
 
 // underWay tells whether the step's first action has been taken.
@@ -167,6 +174,10 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 					t.Errorf("%s replaced nodes: before %v, after %v", s.what, got, getCluster(t, s.key).Status.Nodes)
 				}
 			}},
+		{what: "a backup", ns: "opkill-backup", version: "8.0.1", shards: 2, replicas: 1,
+			begin: beginBackup, toShards: 2, toReplicas: 1,
+			started: func(t testing.TB, s *killedStep) bool { return backupPhase(t, s.backup) == valkeyv1.BackupRunning },
+			done:    backupWholeOrFailed},
 		{what: "a restore", ns: "opkill-restore", version: "8.0.1", shards: 2, replicas: 0,
 			begin: beginRestore, toShards: 2, toReplicas: 0,
 			// A loader exists: a shard's file is on its way into it.
@@ -302,6 +313,56 @@ func beginRestore(t testing.TB, s *killedStep) {
 	s.restored = createCluster(t, s.ns, "copy", menuConfigName(s.ns), 3, 0, func(spec *valkeyv1.ValkeyClusterSpec) {
 		spec.Restore = &valkeyv1.ClusterRestore{BackupName: b.Name}
 	})
+}
+
+// beginBackup gives the step's cluster 20 MiB more, so that its shards
+// stream for a while, and starts a backup of it.
+func beginBackup(t testing.TB, s *killedStep) {
+	writeValues(t, s.c, 2000, randomValue(t, 10*1024))
+	waitReplicated(t, s.c)
+	s.store = s3test.Start(t)
+	s.store.MakeBucket(t, backupBucket)
+	createBackupCredentials(t, s.ns, "store-credentials", s.store.AccessKey, s.store.SecretKey)
+	s.backup = client.ObjectKeyFromObject(createBackup(t, s.ns, "mid", s.key.Name, "store-credentials", s.store.Endpoint, ""))
+}
+
+func backupPhase(t testing.TB, key client.ObjectKey) valkeyv1.BackupPhase {
+	var b valkeyv1.ValkeyBackup
+	if err := k8sClient.Get(context.Background(), key, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Status.Phase
+}
+
+// backupWholeOrFailed: a backup the operator was killed in the middle of
+// is never Completed unless it is whole (its manifest and every shard's
+// file, matching their checksums); otherwise it failed, saying why, with
+// no manifest.
+func backupWholeOrFailed(t testing.TB, s *killedStep) {
+	b := waitBackupFinal(t, s.backup)
+	mc := s.store.Client(t)
+	base := backup.Base("", s.ns, s.key.Name, b.Name)
+	_, err := mc.StatObject(context.Background(), backupBucket, backup.ManifestObject(base), minio.StatObjectOptions{})
+	switch b.Status.Phase {
+	case valkeyv1.BackupCompleted:
+		if err != nil {
+			t.Fatalf("%s: Completed without its manifest: %v", s.what, err)
+		}
+		for _, sh := range b.Status.Shards {
+			if sum := sha256.Sum256(getObject(t, mc, sh.Object)); hex.EncodeToString(sum[:]) != sh.SHA256 {
+				t.Fatalf("%s: Completed with shard %d's file not matching its checksum", s.what, sh.Index)
+			}
+		}
+		t.Logf("%s: Completed whole before the kill could cut it", s.what)
+	default:
+		if minio.ToErrorResponse(err).Code != "NoSuchKey" {
+			t.Fatalf("%s: %s with a manifest (%v)", s.what, b.Status.Phase, err)
+		}
+		if !strings.Contains(b.Status.Message, "operator restarted") {
+			t.Errorf("%s: failed saying %q, want the restart named", s.what, b.Status.Message)
+		}
+		t.Logf("%s: %s: %s", s.what, b.Status.Phase, b.Status.Message)
+	}
 }
 
 // restoreLoaders are the restore loader pods of cluster key.

@@ -39,7 +39,7 @@ type dumped struct {
 // that does not exist yet: it waits, saying so, and goes on once the
 // backup is taken. A restore found by its store and path (another
 // Kubernetes cluster's backup) whose file was damaged fails, saying which
-// file, and never turns Active.
+// file, and never turns Active; so does one whose file is missing.
 func TestRestoreIntoAnotherShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -75,6 +75,12 @@ func TestRestoreIntoAnotherShape(t *testing.T) {
 	putObject(t, mc, "elsewhere/"+backup.ManifestName, getObject(t, mc, backup.ManifestObject(base)))
 	damaged := createCluster(t, ns, "damaged", menuConfigName(ns), 2, 0, restoreFrom(valkeyv1.ClusterRestore{Source: &valkeyv1.RestoreSource{
 		Store: b.Spec.Destination, Path: "elsewhere",
+	}}))
+	// Another copy, its second file gone.
+	putObject(t, mc, "partial/"+backup.ManifestName, getObject(t, mc, backup.ManifestObject(base)))
+	putObject(t, mc, "partial/"+strings.TrimPrefix(b.Status.Shards[0].Object, base), getObject(t, mc, b.Status.Shards[0].Object))
+	partial := createCluster(t, ns, "partial", menuConfigName(ns), 1, 0, restoreFrom(valkeyv1.ClusterRestore{Source: &valkeyv1.RestoreSource{
+		Store: b.Spec.Destination, Path: "partial/",
 	}}))
 
 	eventually(t, 3*time.Minute, "into-one waiting for backup later, saying so", func() error {
@@ -125,7 +131,9 @@ func TestRestoreIntoAnotherShape(t *testing.T) {
 		return nil
 	})
 
-	for _, name := range []string{"into-three", "into-one", "damaged"} {
+	waitRestoreFailed(t, partial, "shard 1's file partial/shard-1.rdb is missing from bucket "+backupBucket)
+
+	for _, name := range []string{"into-three", "into-one", "damaged", "partial"} {
 		key := client.ObjectKey{Namespace: ns, Name: name}
 		eventually(t, time.Minute, name+"'s loaders gone", func() error {
 			if n := len(restoreLoaders(t, key)); n > 0 {
@@ -138,6 +146,26 @@ func TestRestoreIntoAnotherShape(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// waitRestoreFailed waits for a restore to fail saying want, failing at
+// once if the cluster is ever Active meanwhile.
+func waitRestoreFailed(t testing.TB, key client.ObjectKey, want string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, key.Name+"'s restore failing", func() error {
+		vc := getCluster(t, key)
+		if vc.Status.State == valkeyv1.StateActive {
+			t.Fatalf("%s turned Active: %+v", key.Name, vc.Status.Restore)
+		}
+		r := vc.Status.Restore
+		if r == nil || r.Phase != valkeyv1.RestoreFailed {
+			return fmt.Errorf("restore status %+v", r)
+		}
+		if !strings.Contains(r.Message, want) {
+			t.Fatalf("%s's restore failed saying %q, want %q", key.Name, r.Message, want)
+		}
+		return nil
+	})
 }
 
 // waitRestored waits for a restored cluster to be Active with its shape,
