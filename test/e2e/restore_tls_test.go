@@ -18,12 +18,14 @@ import (
 // restoreKeys is how many keys the TLS restore test writes.
 const restoreKeys = 300_000
 
-// A 3x1 TLS cluster holding 300,000 keys is backed up under client load
-// with no failed request, and restored into a 5-shard TLS cluster: every
-// key written before the backup reads back identical (DUMP payload and
-// absolute expiry), every key the load had written before the backup
-// began is there, and the cluster is Active only once all are in.
-func TestRestoreTLSClusterIntoFiveShards(t *testing.T) {
+// A 3x1 TLS cluster holding 300,000 keys of every type is backed up under
+// client load with no failed request, and restored into a 3-shard and a
+// 5-shard TLS cluster: every key written before the backup reads back
+// identical (the small ones by DUMP payload, the large ones and the stream
+// by value; absolute expiry for all), every key the load had written
+// before the backup began is there, and neither cluster is Active before
+// all are in.
+func TestRestoreTLSClusterIntoThreeAndFiveShards(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := s3test.Start(t)
@@ -31,12 +33,15 @@ func TestRestoreTLSClusterIntoFiveShards(t *testing.T) {
 	ca := testcerts.NewCA("restore-ca")
 	f := newTLSCluster(t, "restore-tls", ca, 3, 1)
 	c := clusterClient(t, f.service(), ca.CertPEM)
-	data := writeTypedKeys(t, c, restoreKeys)
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
+	var small, rich []string
+	for _, k := range writeRichKeys(t, c, restoreKeys) {
+		if strings.HasPrefix(k, "rich:") {
+			rich = append(rich, k)
+		} else {
+			small = append(small, k)
+		}
 	}
-	want := dumpPayloads(t, c, keys)
+	wantSmall, wantRich := dumpPayloads(t, c, small), dumpKeys(t, c, rich)
 
 	load := startLoad(c, "restore-load")
 	eventually(t, time.Minute, "the load writing", func() error {
@@ -55,40 +60,47 @@ func TestRestoreTLSClusterIntoFiveShards(t *testing.T) {
 	}
 	before, _ := load.splitByAckTime(acked, load.start, began)
 
-	leaf := testcerts.Leaf(ca, "copy", f.ns, clusterDomain)
-	if err := k8sClient.Create(ctx, testcerts.Secret("copy-tls", f.ns, leaf)); err != nil {
-		t.Fatal(err)
-	}
+	shapes := map[string]int{"three": 3, "five": 5}
 	start := time.Now()
-	copyKey := createCluster(t, f.ns, "copy", menuConfigName(f.ns), 5, 0, withTLS("copy-tls"), func(s *valkeyv1.ValkeyClusterSpec) {
-		s.Restore = &valkeyv1.ClusterRestore{BackupName: b.Name}
-	})
-	vc := waitRestored(t, copyKey, 5)
-	t.Logf("restored %d keys into 5 shards in %s: %s", vc.Status.Restore.Keys, time.Since(start).Round(time.Second), vc.Status.Restore.Message)
-
-	cc := clusterClient(t, fmt.Sprintf("copy.%s.svc.%s:6379", f.ns, clusterDomain), ca.CertPEM)
-	got := dumpPayloads(t, cc, keys)
-	for _, k := range keys {
-		if got[k] != want[k] {
-			t.Fatalf("key %s restored as %q expiring at %d, was %q expiring at %d", k,
-				short(got[k].payload), got[k].expireAt, short(want[k].payload), want[k].expireAt)
-		}
-	}
-	var missing []string
-	for k := range before {
-		n, err := cc.Do(ctx, cc.B().Exists().Key(k).Build()).AsInt64()
-		if err != nil {
+	for name, shards := range shapes {
+		leaf := testcerts.Leaf(ca, name, f.ns, clusterDomain)
+		if err := k8sClient.Create(ctx, testcerts.Secret(name+"-tls", f.ns, leaf)); err != nil {
 			t.Fatal(err)
 		}
-		if n != 1 {
-			missing = append(missing, k)
+		createCluster(t, f.ns, name, menuConfigName(f.ns), shards, 0, withTLS(name+"-tls"), func(s *valkeyv1.ValkeyClusterSpec) {
+			s.Restore = &valkeyv1.ClusterRestore{BackupName: b.Name}
+		})
+	}
+	for name, shards := range shapes {
+		vc := waitRestored(t, client.ObjectKey{Namespace: f.ns, Name: name}, shards)
+		t.Logf("%s: restored %d keys into %d shards %s after the clusters' creation: %s", name, vc.Status.Restore.Keys, shards,
+			time.Since(start).Round(time.Second), vc.Status.Restore.Message)
+		cc := clusterClient(t, fmt.Sprintf("%s.%s.svc.%s:6379", name, f.ns, clusterDomain), ca.CertPEM)
+		gotSmall, gotRich := dumpPayloads(t, cc, small), dumpKeys(t, cc, rich)
+		for _, k := range small {
+			if gotSmall[k] != wantSmall[k] {
+				t.Fatalf("%s: key %s restored as %q expiring at %d, was %q expiring at %d", name, k,
+					short(gotSmall[k].payload), gotSmall[k].expireAt, short(wantSmall[k].payload), wantSmall[k].expireAt)
+			}
 		}
-	}
-	if len(missing) > 0 {
-		t.Fatalf("%d of the %d keys the load wrote before the backup began are missing: %v", len(missing), len(before), missing[:min(5, len(missing))])
-	}
-	if vc.Status.Restore.Keys < int64(restoreKeys+len(before)) {
-		t.Errorf("restore wrote %d keys, want at least %d", vc.Status.Restore.Keys, restoreKeys+len(before))
+		for _, k := range rich {
+			if gotRich[k] != wantRich[k] {
+				t.Fatalf("%s: key %s restored as %+v, was %+v", name, k, gotRich[k], wantRich[k])
+			}
+		}
+		var missing []string
+		for k := range before {
+			n, err := cc.Do(ctx, cc.B().Exists().Key(k).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			t.Fatalf("%s: %d of the %d keys the load wrote before the backup began are missing: %v", name, len(missing), len(before), missing[:min(5, len(missing))])
+		}
 	}
 }
 
