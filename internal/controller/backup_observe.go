@@ -9,6 +9,52 @@ import (
 	"github.com/gomomento/valkey-operator/internal/backup"
 )
 
+// backupView is one node as a backup sees it.
+type backupView struct {
+	member    backup.Member
+	id        string
+	primaryID string
+	shard     backup.Shard
+	offset    int64
+	err       error
+}
+
+// observeForBackup asks one node its role, slots, replication link and,
+// on a primary, its replication offset.
+func observeForBackup(ctx context.Context, conn *connector, name, ip string) backupView {
+	v := backupView{member: backup.Member{Name: name, IP: ip}}
+	n, err := conn.dial(ctx, name, ip)
+	if err != nil {
+		v.err = err
+		return v
+	}
+	defer n.Close()
+	nodes, err := n.ClusterNodes(ctx)
+	if err != nil {
+		v.err = fmt.Errorf("node %s: %w", name, err)
+		return v
+	}
+	me, ok := nodes.Myself()
+	if !ok {
+		v.err = fmt.Errorf("node %s: CLUSTER NODES has no myself line", name)
+		return v
+	}
+	v.id, v.primaryID = me.ID, me.PrimaryID
+	repl, err := n.InfoReplication(ctx)
+	if err != nil {
+		v.err = fmt.Errorf("node %s: %w", name, err)
+		return v
+	}
+	if me.IsPrimary() {
+		v.member.Primary = true
+		v.shard.Slots = me.Slots
+		v.offset = repl.ReplicationOffset
+		return v
+	}
+	v.member.InSync = repl.LinkUp()
+	return v
+}
+
 // backupShards asks every running node of the cluster, concurrently, for
 // its own role, slots and replication link, and groups the nodes into
 // shards by the primary they serve or follow. A node that does not answer
@@ -19,50 +65,10 @@ func (r *backupReconciler) backupShards(ctx context.Context, vc *valkeyv1.Valkey
 	if err != nil {
 		return nil, err
 	}
-	type seen struct {
-		member    backup.Member
-		id        string
-		primaryID string
-		shard     backup.Shard
-		offset    int64
-		err       error
-	}
-	views := make([]seen, len(pods))
+	views := make([]backupView, len(pods))
 	var wg sync.WaitGroup
 	for i, pod := range pods {
-		wg.Go(func() {
-			v := &views[i]
-			v.member = backup.Member{Name: pod.Name, IP: pod.Status.PodIP}
-			n, err := conn.dial(ctx, pod.Name, pod.Status.PodIP)
-			if err != nil {
-				v.err = err
-				return
-			}
-			defer n.Close()
-			nodes, err := n.ClusterNodes(ctx)
-			if err != nil {
-				v.err = fmt.Errorf("node %s: %w", pod.Name, err)
-				return
-			}
-			me, ok := nodes.Myself()
-			if !ok {
-				v.err = fmt.Errorf("node %s: CLUSTER NODES has no myself line", pod.Name)
-				return
-			}
-			v.id, v.primaryID = me.ID, me.PrimaryID
-			repl, err := n.InfoReplication(ctx)
-			if err != nil {
-				v.err = fmt.Errorf("node %s: %w", pod.Name, err)
-				return
-			}
-			if me.IsPrimary() {
-				v.member.Primary = true
-				v.shard.Slots = me.Slots
-				v.offset = repl.ReplicationOffset
-				return
-			}
-			v.member.InSync = repl.LinkUp()
-		})
+		wg.Go(func() { views[i] = observeForBackup(ctx, conn, pod.Name, pod.Status.PodIP) })
 	}
 	wg.Wait()
 	byPrimary := map[string]*backup.Shard{}
