@@ -32,8 +32,8 @@ const restoreWorkers = 2
 // cluster out of Active until status.restore says Completed.
 type restoreReconciler struct {
 	client.Client
-	// APIReader reads the store's Secrets, the loaders' Secret and pods
-	// around the cache.
+	// APIReader reads the cluster, the store's Secrets, the loaders'
+	// Secret and pods around the cache.
 	APIReader client.Reader
 	Options   Options
 	Dialer    DialFunc
@@ -81,8 +81,12 @@ func failRestore(format string, args ...any) error {
 }
 
 func (r *restoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Read around the cache: a pass queued before this controller's own
+	// last status write may run before the cache has that write, and a
+	// restore it takes for not begun, or still running, would check an
+	// emptiness it filled itself or start a shard again.
 	var vc valkeyv1.ValkeyCluster
-	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &vc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.Spec.Restore == nil || !vc.DeletionTimestamp.IsZero() {

@@ -39,7 +39,8 @@ type dumped struct {
 // that does not exist yet: it waits, saying so, and goes on once the
 // backup is taken. A restore found by its store and path (another
 // Kubernetes cluster's backup) whose file was damaged fails, saying which
-// file, and never turns Active; so does one whose file is missing.
+// file, and never turns Active; so does one whose file is missing, and a
+// restore into a cluster that took a write while it waited.
 func TestRestoreIntoAnotherShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -93,6 +94,19 @@ func TestRestoreIntoAnotherShape(t *testing.T) {
 		}
 		return nil
 	})
+	// A cluster that waits for the same backup, and meanwhile takes a
+	// write: the restore must refuse it rather than mix the two.
+	occupied := createCluster(t, ns, "occupied", menuConfigName(ns), 1, 0, restoreFrom(valkeyv1.ClusterRestore{BackupName: "later"}))
+	eventually(t, 3*time.Minute, "occupied formed and waiting", func() error {
+		if r := getCluster(t, occupied).Status.Restore; r == nil || !strings.Contains(r.Message, "ValkeyBackup later does not exist") {
+			return fmt.Errorf("restore status %+v", r)
+		}
+		return nil
+	})
+	oc := clusterClient(t, seedOf(occupied), nil)
+	if err := oc.Do(ctx, oc.B().Set().Key("written-before-the-restore").Value("x").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
 	later := createBackup(t, ns, "later", "source", "store-credentials", store.Endpoint, "")
 	waitBackupFinal(t, client.ObjectKeyFromObject(later))
 
@@ -132,8 +146,12 @@ func TestRestoreIntoAnotherShape(t *testing.T) {
 	})
 
 	waitRestoreFailed(t, partial, "shard 1's file partial/shard-1.rdb is missing from bucket "+backupBucket)
+	waitRestoreFailed(t, occupied, "the cluster already holds 1 keys: a restore fills only an empty cluster, and nothing was written")
+	if n, err := oc.Do(ctx, oc.B().Dbsize().Build()).AsInt64(); err != nil || n != 1 {
+		t.Errorf("the refused cluster holds %d keys (%v), want its own 1", n, err)
+	}
 
-	for _, name := range []string{"into-three", "into-one", "damaged", "partial"} {
+	for _, name := range []string{"into-three", "into-one", "damaged", "partial", "occupied"} {
 		key := client.ObjectKey{Namespace: ns, Name: name}
 		eventually(t, time.Minute, name+"'s loaders gone", func() error {
 			if n := len(restoreLoaders(t, key)); n > 0 {
