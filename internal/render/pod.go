@@ -88,22 +88,37 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 			TerminationGracePeriodSeconds: ptr.To(terminationGracePeriodSeconds),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To(valkeyUID),
-				RunAsGroup:     ptr.To(valkeyUID),
-				FSGroup:        ptr.To(valkeyUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers:                containers,
-			ReadinessGates:            []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionSynced}},
-			Volumes:                   volumes(node),
-			NodeSelector:              maps.Clone(placement.NodeSelector),
-			Tolerations:               tolerations(),
-			Affinity:                  zoneAffinity(placement.Zones),
-			TopologySpreadConstraints: spreadConstraints(cluster, c.zoneSpread(placement)),
+			SecurityContext:               restrictedPod(),
+			Containers:                    containers,
+			ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionSynced}},
+			Volumes:                       volumes(node),
+			NodeSelector:                  maps.Clone(placement.NodeSelector),
+			Tolerations:                   tolerations(),
+			Affinity:                      zoneAffinity(placement.Zones),
+			TopologySpreadConstraints:     spreadConstraints(cluster, c.zoneSpread(placement)),
 		},
 	}, nil
+}
+
+// restrictedPod and restrictedContainer meet Pod Security "restricted":
+// the valkey user, no privilege escalation, no capabilities, a read-only
+// root filesystem, the runtime's default seccomp profile.
+func restrictedPod() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(valkeyUID),
+		RunAsGroup:     ptr.To(valkeyUID),
+		FSGroup:        ptr.To(valkeyUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
 }
 
 func container(node *v1alpha1.ValkeyNode, resources corev1.ResourceRequirements) corev1.Container {
@@ -137,12 +152,8 @@ func container(node *v1alpha1.ValkeyNode, resources corev1.ResourceRequirements)
 		// probe yet is alive; Valkey's own failure detection over the
 		// cluster bus promotes a replica when one exists, and the operator
 		// replaces only a process that is gone.
-		VolumeMounts: volumeMounts(node),
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		VolumeMounts:    volumeMounts(node),
+		SecurityContext: restrictedContainer(),
 	}
 }
 
@@ -204,14 +215,10 @@ func (c Cluster) exporterContainer(node *v1alpha1.ValkeyNode) corev1.Container {
 				Key:                  KeyExporterPassword,
 			}}},
 		},
-		Ports:        []corev1.ContainerPort{{Name: PortNameExporter, ContainerPort: PortExporter, Protocol: corev1.ProtocolTCP}},
-		Resources:    corev1.ResourceRequirements{Requests: exporterResources, Limits: exporterResources.DeepCopy()},
-		VolumeMounts: mounts,
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		Ports:           []corev1.ContainerPort{{Name: PortNameExporter, ContainerPort: PortExporter, Protocol: corev1.ProtocolTCP}},
+		Resources:       corev1.ResourceRequirements{Requests: exporterResources, Limits: exporterResources.DeepCopy()},
+		VolumeMounts:    mounts,
+		SecurityContext: restrictedContainer(),
 	}
 }
 

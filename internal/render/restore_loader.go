@@ -76,13 +76,7 @@ func (c Cluster) RestoreLoaderPod(shard int, node *v1alpha1.ValkeyNode) (*corev1
 			TerminationGracePeriodSeconds: ptr.To(int64(5)),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To(valkeyUID),
-				RunAsGroup:     ptr.To(valkeyUID),
-				FSGroup:        ptr.To(valkeyUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:               restrictedPod(),
 			Containers: []corev1.Container{{
 				Name:    ContainerValkey,
 				Image:   node.Spec.Image,
@@ -104,11 +98,7 @@ func (c Cluster) RestoreLoaderPod(shard int, node *v1alpha1.ValkeyNode) (*corev1
 					{Name: volumeData, MountPath: dataDir},
 					{Name: volumeLoader, MountPath: loaderConfDir, ReadOnly: true},
 				},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
+				SecurityContext: restrictedContainer(),
 			}},
 			Volumes: []corev1.Volume{
 				{Name: volumeData, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
