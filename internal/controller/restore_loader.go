@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -130,8 +133,12 @@ func (r *restoreReconciler) removeLoaders(ctx context.Context, vc *valkeyv1.Valk
 		return fmt.Errorf("listing the restore loaders of %s: %w", vc.Name, err)
 	}
 	for i := range pods.Items {
-		if err := r.deleteLoader(ctx, &pods.Items[i]); err != nil {
-			return err
+		// A label says nothing: only a pod the cluster owns, named as a
+		// loader and without the nodes' instance label, is one.
+		if p := &pods.Items[i]; isLoader(p, vc) {
+			if err := r.deleteLoader(ctx, p); err != nil {
+				return err
+			}
 		}
 	}
 	s := &corev1.Secret{}
@@ -140,6 +147,19 @@ func (r *restoreReconciler) removeLoaders(ctx context.Context, vc *valkeyv1.Valk
 		return fmt.Errorf("deleting secret %s: %w", s.Name, err)
 	}
 	return nil
+}
+
+// isLoader: p is one of vc's restore loaders, by its name, its controller
+// (the cluster itself) and the absence of the nodes' instance label.
+func isLoader(p *corev1.Pod, vc *valkeyv1.ValkeyCluster) bool {
+	owner := metav1.GetControllerOf(p)
+	if owner == nil || owner.UID != vc.UID || p.Labels[valkeyv1.LabelInstance] != "" {
+		return false
+	}
+	prefix := render.RestoreLoaderName(vc.Name, 0)
+	prefix = prefix[:len(prefix)-1]
+	n, err := strconv.Atoi(strings.TrimPrefix(p.Name, prefix))
+	return strings.HasPrefix(p.Name, prefix) && err == nil && render.RestoreLoaderName(vc.Name, n) == p.Name
 }
 
 func (r *restoreReconciler) isOurs(key client.ObjectKey) bool {
