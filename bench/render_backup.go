@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gomomento/valkey-operator/bench/record"
 )
 
 func renderBackup(w *strings.Builder, r Report) {
@@ -18,17 +20,10 @@ func renderBackup(w *strings.Builder, r Report) {
 	tableHead(w, "llrrrrrrr", "Valkey", "data", "backup", "store upload", "`valkey-cli --rdb`", "restore", "store download", "plain load", "SET p99 during / without a backup")
 	for _, x := range r.Records.Backup {
 		fmt.Fprintf(w, "| %s | %s (%d keys) | %.1f MB/s | %.1f MB/s | %.1f MB/s | %.1f MB/s | %.1f MB/s | %.1f MB/s | %.2f / %.2f ms |\n",
-			x.Version, mebibytes(x.Bytes), x.Keys, x.BackupMBps(), mbPerSecond(x.Bytes, x.StoreUploadSeconds), mbPerSecond(x.Bytes, x.PlainRDBSeconds),
-			x.RestoreMBps(), mbPerSecond(x.Bytes, x.StoreDownloadSeconds), mbPerSecond(x.Bytes, x.PlainLoadSeconds), x.P99DuringMs, x.P99IdleMs)
+			x.Version, mebibytes(x.Bytes), x.Keys, x.BackupMBps(), record.MBps(x.Bytes, x.StoreUploadSeconds), record.MBps(x.Bytes, x.PlainRDBSeconds),
+			x.RestoreMBps(), record.MBps(x.Bytes, x.StoreDownloadSeconds), record.MBps(x.Bytes, x.PlainLoadSeconds), x.P99DuringMs, x.P99IdleMs)
 	}
 	w.WriteString("\nThe backup streams from the replica, so the primary serving the writes does not fork; a\n" +
 		"restore loads each shard's file into a scratch server and copies its keys with `DUMP` and\n" +
 		"`RESTORE`, so it is bound by key count as much as by bytes.\n\n")
-}
-
-func mbPerSecond(bytes int64, seconds float64) float64 {
-	if seconds <= 0 {
-		return 0
-	}
-	return float64(bytes) / 1e6 / seconds
 }

@@ -212,12 +212,13 @@ type Backup struct {
 }
 
 // BackupMBps is the backup's throughput in MB/s.
-func (b Backup) BackupMBps() float64 { return perSecond(b.Bytes, b.BackupSeconds) }
+func (b Backup) BackupMBps() float64 { return MBps(b.Bytes, b.BackupSeconds) }
 
 // RestoreMBps is the restore's throughput in MB/s.
-func (b Backup) RestoreMBps() float64 { return perSecond(b.Bytes, b.RestoreSeconds) }
+func (b Backup) RestoreMBps() float64 { return MBps(b.Bytes, b.RestoreSeconds) }
 
-func perSecond(bytes int64, seconds float64) float64 {
+// MBps is bytes moved in seconds as MB/s; 0 when nothing was timed.
+func MBps(bytes int64, seconds float64) float64 {
 	if seconds <= 0 {
 		return 0
 	}

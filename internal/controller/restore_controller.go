@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -150,20 +151,11 @@ func (r *restoreReconciler) patchRestore(ctx context.Context, vc *valkeyv1.Valke
 		vc.Status.Restore = &valkeyv1.RestoreStatus{}
 	}
 	edit(vc.Status.Restore)
-	if equalRestore(before.Status.Restore, vc.Status.Restore) {
+	if equality.Semantic.DeepEqual(before.Status.Restore, vc.Status.Restore) {
 		return nil
 	}
 	if err := r.Status().Patch(ctx, vc, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("writing the restore's status: %w", err)
 	}
 	return nil
-}
-
-func equalRestore(a, b *valkeyv1.RestoreStatus) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Phase == b.Phase && a.Message == b.Message && a.ShardsDone == b.ShardsDone &&
-		a.ShardsTotal == b.ShardsTotal && a.Keys == b.Keys && a.Backup == b.Backup &&
-		a.StartedAt.Equal(b.StartedAt) && a.CompletedAt.Equal(b.CompletedAt)
 }

@@ -42,19 +42,12 @@ func BenchmarkBackup(b *testing.B) {
 	for range b.N {
 		r := backupAndRestore(b, total, requests)
 		b.Logf("backup of %d MiB: %.1f MB/s (store upload %.1f MB/s, valkey-cli --rdb %.1f MB/s); restore: %.1f MB/s (store download %.1f MB/s, plain load %.1f MB/s); SET p99 %.2f ms during the backup, %.2f ms without",
-			r.Bytes>>20, r.BackupMBps(), mbps(r.Bytes, r.StoreUploadSeconds), mbps(r.Bytes, r.PlainRDBSeconds),
-			r.RestoreMBps(), mbps(r.Bytes, r.StoreDownloadSeconds), mbps(r.Bytes, r.PlainLoadSeconds), r.P99DuringMs, r.P99IdleMs)
+			r.Bytes>>20, r.BackupMBps(), record.MBps(r.Bytes, r.StoreUploadSeconds), record.MBps(r.Bytes, r.PlainRDBSeconds),
+			r.RestoreMBps(), record.MBps(r.Bytes, r.StoreDownloadSeconds), record.MBps(r.Bytes, r.PlainLoadSeconds), r.P99DuringMs, r.P99IdleMs)
 		b.ReportMetric(r.BackupMBps(), "backup-MB/s")
 		b.ReportMetric(r.RestoreMBps(), "restore-MB/s")
 		saveRecord(b, "backup-restore", record.File{Backup: &r})
 	}
-}
-
-func mbps(bytes int64, seconds float64) float64 {
-	if seconds <= 0 {
-		return 0
-	}
-	return float64(bytes) / 1e6 / seconds
 }
 
 func backupAndRestore(b *testing.B, total int64, requests int) record.Backup {
