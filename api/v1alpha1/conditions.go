@@ -293,3 +293,12 @@ const (
 	// store; the ValkeyBackup stays and pruning is retried.
 	ReasonPruneFailed = "PruneFailed"
 )
+
+// CondDeletionBlocked is present on a ValkeyImage, ValkeyConfig or
+// ValkeyRole whose deletion waits: True, with reason ReasonInUse, while a
+// config or cluster still uses it, the message naming them. The Warning
+// Event of the same reason says so once per change of that list.
+const (
+	CondDeletionBlocked = "DeletionBlocked"
+	ReasonInUse         = "InUse"
+)

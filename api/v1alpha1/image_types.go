@@ -24,8 +24,15 @@ type ValkeyImageSpec struct {
 	Version string `json:"version"`
 }
 
-// ValkeyImageStatus is reserved; the image has no observed state.
-type ValkeyImageStatus struct{}
+// ValkeyImageStatus reports a deletion held while the image is in use.
+type ValkeyImageStatus struct {
+	// Conditions: DeletionBlocked, present while a deletion waits for the
+	// objects that use this one, its message naming them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
 
 // ValkeyImage is a cluster-scoped allowlist entry for a Valkey container image.
 // +kubebuilder:object:root=true
