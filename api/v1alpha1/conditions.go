@@ -302,3 +302,17 @@ const (
 	CondDeletionBlocked = "DeletionBlocked"
 	ReasonInUse         = "InUse"
 )
+
+// CondVersionMatches reports whether every node that answers runs the
+// Valkey version its ValkeyImage declares (INFO server valkey_version
+// against spec.version). While it is False no node is created, so a roll
+// onto a mislabelled image stops at the first node that shows it.
+const (
+	CondVersionMatches = "VersionMatches"
+	// ReasonVersionsMatch: every node that answers runs its declared
+	// version.
+	ReasonVersionsMatch = "VersionsMatch"
+	// ReasonVersionMismatch: a node runs another version than its image
+	// declares (also the Warning Event).
+	ReasonVersionMismatch = "VersionMismatch"
+)
