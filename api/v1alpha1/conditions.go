@@ -315,4 +315,8 @@ const (
 	// ReasonVersionMismatch: a node runs another version than its image
 	// declares (also the Warning Event).
 	ReasonVersionMismatch = "VersionMismatch"
+	// ReasonDowngradeBlocked: a roll to an older major version stopped at
+	// a replica that cannot load what its newer primary holds (also the
+	// Warning Event).
+	ReasonDowngradeBlocked = "DowngradeBlocked"
 )

@@ -130,8 +130,10 @@ type clusterScope struct {
 	failures []containerFailure
 	held     string
 	// versionMismatch says which nodes run another Valkey version than
-	// their image declares; "" when none does.
-	versionMismatch string
+	// their image declares, or which cannot load the data of a newer
+	// primary they were downgraded under; "" when none does.
+	// versionReason is the VersionMatches reason that goes with it.
+	versionMismatch, versionReason string
 }
 
 // phaseResult is how a phase ends: done ends the reconcile with result, as

@@ -16,8 +16,10 @@ import (
 )
 
 // reasonVersionHold is the planner-style reason of the wait that replaces
-// node creations while a node runs another version than its image says.
-const reasonVersionHold = "node creations held: a node runs another Valkey version than its image declares"
+// node creations while a node runs another version than its image says,
+// or cannot load the data of the newer primary a downgrade put it under;
+// the wait's detail says which.
+const reasonVersionHold = "node creations held by the Valkey version check"
 
 // versionMismatch is the VersionMatches message when some node that
 // answers, of those created from the image res resolves to, runs another
@@ -63,7 +65,7 @@ func holdForVersion(wave topology.Wave, mismatch string) topology.Wave {
 // reportVersions sets VersionMatches, with a Warning Event whenever the
 // mismatch message changes. Without a resolved image there is nothing to
 // compare against, and the condition keeps what it said.
-func (r *ClusterReconciler) reportVersions(vc *valkeyv1.ValkeyCluster, res *resolve.Result, mismatch string) {
+func (r *ClusterReconciler) reportVersions(vc *valkeyv1.ValkeyCluster, res *resolve.Result, reason, mismatch string) {
 	if res == nil {
 		return
 	}
@@ -73,7 +75,7 @@ func (r *ClusterReconciler) reportVersions(vc *valkeyv1.ValkeyCluster, res *reso
 		return
 	}
 	if !isConditionMessage(vc, valkeyv1.CondVersionMatches, mismatch) {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonVersionMismatch, "CheckVersion", "%s", mismatch)
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, "CheckVersion", "%s", mismatch)
 	}
-	setCondition(vc, valkeyv1.CondVersionMatches, metav1.ConditionFalse, valkeyv1.ReasonVersionMismatch, mismatch)
+	setCondition(vc, valkeyv1.CondVersionMatches, metav1.ConditionFalse, reason, mismatch)
 }

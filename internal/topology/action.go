@@ -94,6 +94,9 @@ const (
 	ReasonProcessExited = "primary's process exited — issued FAILOVER FORCE on the most caught-up replica"
 	ReasonUnschedulable = "bootstrap blocked: pod cannot be scheduled"
 	ReasonRollFailover  = "failover to up-to-date replica for rolling upgrade"
+	// ReasonRetireOutdatedJoiner: a node created for a roll whose spec
+	// changed again before it joined is retired rather than waited for.
+	ReasonRetireOutdatedJoiner = "retiring a joining node whose spec changed again"
 	// ReasonHandOver: a primary's pod is being deleted (deletion, eviction,
 	// drain) while its process still serves; a synced replica takes over
 	// before the process gets SIGTERM.

@@ -27,6 +27,12 @@ func (w *world) roll() (Action, bool) {
 	}
 	members := w.shardMembers(target)
 	for _, n := range members {
+		if n.joining() && n.live() && n.Outdated && n.selfSlots() == 0 {
+			// Created for a spec that changed again before it could join
+			// (a replica that could not load a newer primary's data, say):
+			// it holds nothing, and waiting for it may never end.
+			return markLeaving(TierUpdate, n, ReasonRetireOutdatedJoiner), true
+		}
 		if n.joining() && n.live() {
 			return wait(TierUpdate, "waiting for replacement node to join", n.Name), true
 		}

@@ -157,6 +157,17 @@ func TestSteadyDecisions(t *testing.T) {
 			v.LinkUp, v.SyncDone, v.LinkDownSeconds = false, false, int64(ElectionDeadline/time.Second)
 			return ms
 		}, false, "Failover node=n4 mode=takeover (" + ReasonElectionOverdue + ": n4 replaces n1)"},
+		{"a roll's replica that cannot join, its spec changed back: retired, not waited for", 1, func() []Member {
+			ms := mesh(
+				nd{name: "n1", shard: 0, slots: rs(0, 16383)},
+				nd{name: "n2", shard: 0, role: RoleReplica, primary: "n1"},
+				nd{name: "n3", shard: 0, role: RoleReplica, primary: "n1", life: LifecycleJoining, outdated: true},
+			)
+			member(ms, "n3").JoinType = JoinReplica
+			v := member(ms, "n3").View
+			v.LinkUp, v.SyncDone, v.HoldsData = false, false, false
+			return ms
+		}, false, "MarkLeaving node=n3 (" + ReasonRetireOutdatedJoiner + ": n3)"},
 		{"a staying member some peers forgot is met by each of them", 3, func() []Member {
 			ms := formed3()
 			for _, n := range []string{"n2", "n3", "n5"} {
