@@ -108,7 +108,7 @@ func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclS
 	hash := hex.EncodeToString(sum[:])
 	mem, full := r.full(key, hash, tick)
 	if full {
-		log.Info("ACL reconcile tick")
+		log.V(1).Info("ACL reconcile tick")
 	}
 	nodes := r.pass(ctx, mem, pods, func(ctx context.Context, pod *corev1.Pod, confirmed string) (aclNode, string) {
 		// Outside a full pass, a node already confirmed on this file is

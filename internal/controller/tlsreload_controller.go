@@ -92,7 +92,7 @@ func (r *TLSReloader) tick() time.Duration {
 
 func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copySecret *corev1.Secret, tick time.Duration) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
-	log.Info("TLS reconcile tick")
+	log.V(1).Info("TLS reconcile tick")
 	want, ok := filesOf(copySecret.Data[tlssecret.KeyCert], copySecret.Data[tlssecret.KeyPrivateKey], copySecret.Data[tlssecret.KeyCA])
 	if !ok {
 		// The cluster controller copies only validated material.
