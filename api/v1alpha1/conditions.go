@@ -96,6 +96,9 @@ const (
 	ReasonSettingsAppliedLive = "SettingsAppliedLive"
 	// ReasonDriftReverted is the Event of a drifted setting set back.
 	ReasonDriftReverted = "DriftReverted"
+	// ReasonSettingsRefused is the Warning Event of a node whose server
+	// refused an edit of live settings: the node is replaced with them.
+	ReasonSettingsRefused = "SettingsRefused"
 )
 
 // Reasons of the MemoryHeadroom condition.

@@ -44,6 +44,11 @@ const (
 	// taking (comma-separated): until it does, a difference on them is an
 	// edit being applied, not drift, and the cluster is not converged.
 	AnnotationLiveSettingsPending = "valkey.gomomento.com/live-settings-pending"
+	// AnnotationLiveSettingsRefused records, on a ValkeyNode, the digest of
+	// settings whose live values its server refused (CONFIG SET): they were
+	// not recorded, and the node is replaced with them instead, as for any
+	// edit a node cannot take in place.
+	AnnotationLiveSettingsRefused = "valkey.gomomento.com/live-settings-refused"
 	// AnnotationConfDigest records, on a ValkeyNode, the digest of the
 	// valkey.conf its ConfigMap was last written with: a live settings
 	// edit recorded on the node changes the rendering, and the ConfigMap

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // liveOutcome is what the live settings pass leaves for the status and
@@ -49,10 +52,15 @@ func (r *ClusterReconciler) applyLiveSettings(ctx context.Context, s *clusterSco
 		if err != nil {
 			return err
 		}
+		desired := want.ValkeySettings
+		if refusedSettings(n, desired) {
+			// Refused once: the roll brings them, not another try.
+			desired = n.Spec.ValkeySettings
+		}
 		nodes = append(nodes, liveNode{
 			name:     name,
 			recorded: n.Spec.ValkeySettings,
-			desired:  want.ValkeySettings,
+			desired:  desired,
 			pending:  pendingSettings(n),
 			running:  o.settings[name],
 			unread:   o.settingsUnread[name] != nil,
@@ -64,40 +72,171 @@ func (r *ClusterReconciler) applyLiveSettings(ctx context.Context, s *clusterSco
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var errs []error
-	var applied, stillPending []string
+	var applied, stillPending, refused []string
 	for _, st := range plan.steps {
-		if st.record {
-			if err := r.recordLiveSettings(ctx, o.nodes[st.name], st.target, st.pending); err != nil {
-				return err
-			}
-		}
 		wg.Add(1)
 		go func(st liveNodeStep) {
 			defer wg.Done()
-			took, err := r.setLiveSettings(ctx, s, st)
+			res, err := r.liveStep(ctx, s, st)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 			}
 			switch {
-			case took && slices.ContainsFunc(st.pending, func(k string) bool { return slices.Contains(st.set, k) }):
+			case res == stepRefused:
+				refused = append(refused, fmt.Sprintf("%s: %v", st.name, err))
+			case res == stepTook && slices.ContainsFunc(st.pending, func(k string) bool { return slices.Contains(st.set, k) }):
 				applied = append(applied, st.name)
-			case took:
+			case res == stepTook:
 			case len(st.pending) > 0:
 				stillPending = append(stillPending, fmt.Sprintf("%s (%s)", st.name, strings.Join(st.pending, ", ")))
 			}
 		}(st)
 	}
 	wg.Wait()
+	var apiErrs []error
 	for _, err := range errs {
+		var ae apiError
+		if errors.As(err, &ae) {
+			apiErrs = append(apiErrs, err)
+			continue
+		}
 		logFrom(ctx).Info("live settings not applied; retrying", "error", err.Error())
 	}
 	slices.Sort(applied)
 	slices.Sort(stillPending)
+	slices.Sort(refused)
+	for _, why := range refused {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonSettingsRefused, "ApplyLiveSettings",
+			"%s; the node is replaced with the new settings instead", truncate(why, 1000))
+	}
 	r.reportLiveSettings(vc, plan, applied, revert)
-	s.live = liveOutcome{applying: stillPending, acted: slices.ContainsFunc(plan.steps, func(st liveNodeStep) bool { return len(st.set) > 0 })}
+	s.live = liveOutcome{applying: stillPending, acted: len(refused) > 0 || slices.ContainsFunc(plan.steps, func(st liveNodeStep) bool { return len(st.set) > 0 })}
+	return errors.Join(apiErrs...)
+}
+
+// stepResult is how one node's step ended.
+type stepResult int
+
+const (
+	// stepOpen: nothing taken yet (nothing to set, or the node not reached).
+	stepOpen stepResult = iota
+	// stepTook: the node runs every pending setting.
+	stepTook
+	// stepRefused: the node's server refused the edit's values.
+	stepRefused
+)
+
+// apiError marks a failed write to the API server, which fails the pass,
+// unlike a node not reached, which is retried on the next one.
+type apiError struct{ error }
+
+func (e apiError) Unwrap() error { return e.error }
+
+// liveStep carries out one node's step. A running node is given an edit
+// before it is recorded: a value its server refuses is never written into
+// the node's valkey.conf, where it would stop the next start; the node is
+// marked instead, and the cluster replaces it with the new settings, the
+// way any edit the nodes cannot take in place is rolled out (a value no
+// server accepts then shows as the new node's failing container). A node
+// not reached has the edit recorded and pending, for its next start or
+// the next pass.
+func (r *ClusterReconciler) liveStep(ctx context.Context, s *clusterScope, st liveNodeStep) (stepResult, error) {
+	n := s.o.nodes[st.name]
+	if st.record {
+		pending := st.pending
+		if len(st.set) > 0 {
+			switch err := r.setOnNode(ctx, s, st); {
+			case valkey.IsServerError(err):
+				if err := r.markRefused(ctx, n, st.target); err != nil {
+					return stepRefused, err
+				}
+				return stepRefused, err
+			case err != nil:
+				if err := r.recordLiveSettings(ctx, n, st.target, pending); err != nil {
+					return stepOpen, err
+				}
+				return stepOpen, err
+			}
+			pending = nil
+		}
+		if err := r.recordLiveSettings(ctx, n, st.target, pending); err != nil {
+			return stepOpen, err
+		}
+		if len(pending) == 0 {
+			return stepTook, nil
+		}
+		return stepOpen, nil
+	}
+	if len(st.set) > 0 {
+		if err := r.setOnNode(ctx, s, st); err != nil {
+			return stepOpen, err
+		}
+	} else if !st.confirmed {
+		return stepOpen, nil
+	}
+	if len(st.pending) == 0 {
+		return stepTook, nil
+	}
+	node := n.DeepCopy()
+	patch := client.MergeFrom(n.DeepCopy())
+	delete(node.Annotations, valkeyv1.AnnotationLiveSettingsPending)
+	if err := r.Patch(ctx, node, patch); err != nil {
+		return stepOpen, apiError{fmt.Errorf("clearing the pending live settings of node %s: %w", st.name, err)}
+	}
+	return stepTook, nil
+}
+
+// setOnNode sends the step's settings to the running node in one CONFIG
+// SET, which Valkey applies all or none, and records an Event for each
+// drifted setting it set back.
+func (r *ClusterReconciler) setOnNode(ctx context.Context, s *clusterScope, st liveNodeStep) error {
+	pod := s.o.pods[st.name]
+	if pod == nil || pod.Status.PodIP == "" {
+		return fmt.Errorf("node %s has no pod IP", st.name)
+	}
+	node, err := s.conn.dial(ctx, st.name, pod.Status.PodIP)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	var kv []string
+	for _, k := range st.set {
+		kv = append(kv, k, st.target[k])
+	}
+	if err := node.ConfigSet(ctx, kv...); err != nil {
+		return fmt.Errorf("setting %s on node %s: %w", strings.Join(st.set, ", "), st.name, err)
+	}
+	for _, k := range st.drift {
+		if slices.Contains(st.set, k) {
+			r.Recorder.Eventf(s.vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonDriftReverted, "RevertDrift",
+				"node %s ran %s=%q by hand; set back to %q", st.name, k, s.o.settings[st.name][k], st.target[k])
+		}
+	}
 	return nil
+}
+
+// markRefused records on the node that its server refused these settings,
+// which makes it outdated (see buildMembers) while they are still asked for.
+func (r *ClusterReconciler) markRefused(ctx context.Context, n *valkeyv1.ValkeyNode, settings map[string]string) error {
+	node := n.DeepCopy()
+	patch := client.MergeFrom(n.DeepCopy())
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[valkeyv1.AnnotationLiveSettingsRefused] = render.SettingsDigest(settings)
+	if err := r.Patch(ctx, node, patch); err != nil {
+		return apiError{fmt.Errorf("marking node %s as refusing its new settings: %w", n.Name, err)}
+	}
+	*n = *node
+	return nil
+}
+
+// refusedSettings says the node's server refused exactly these settings.
+func refusedSettings(n *valkeyv1.ValkeyNode, settings map[string]string) bool {
+	d, ok := n.Annotations[valkeyv1.AnnotationLiveSettingsRefused]
+	return ok && d == render.SettingsDigest(settings)
 }
 
 // pendingSettings reads the node's list of live settings not confirmed.
@@ -123,55 +262,15 @@ func (r *ClusterReconciler) recordLiveSettings(ctx context.Context, n *valkeyv1.
 		node.Annotations = map[string]string{}
 	}
 	node.Annotations[valkeyv1.AnnotationLiveSettingsPending] = strings.Join(pending, ",")
-	if err := r.Patch(ctx, node, patch); err != nil {
-		return fmt.Errorf("recording live settings %s on node %s: %w", strings.Join(pending, ", "), n.Name, err)
+	if len(pending) == 0 {
+		delete(node.Annotations, valkeyv1.AnnotationLiveSettingsPending)
 	}
-	logFrom(ctx).Info("recorded live settings on the node", "node", n.Name, "settings", pending)
+	if err := r.Patch(ctx, node, patch); err != nil {
+		return apiError{fmt.Errorf("recording live settings on node %s: %w", n.Name, err)}
+	}
+	logFrom(ctx).Info("recorded live settings on the node", "node", n.Name, "pending", pending)
 	*n = *node
 	return nil
-}
-
-// setLiveSettings sets the step's settings on the running node and, once
-// the node runs every pending one, clears the pending list. took says the
-// node has taken the pending settings (in this pass or before).
-func (r *ClusterReconciler) setLiveSettings(ctx context.Context, s *clusterScope, st liveNodeStep) (bool, error) {
-	n := s.o.nodes[st.name]
-	if len(st.set) > 0 {
-		pod := s.o.pods[st.name]
-		if pod == nil || pod.Status.PodIP == "" {
-			return false, fmt.Errorf("node %s has no pod IP", st.name)
-		}
-		node, err := s.conn.dial(ctx, st.name, pod.Status.PodIP)
-		if err != nil {
-			return false, err
-		}
-		defer node.Close()
-		var kv []string
-		for _, k := range st.set {
-			kv = append(kv, k, st.target[k])
-		}
-		if err := node.ConfigSet(ctx, kv...); err != nil {
-			return false, fmt.Errorf("setting %s on node %s: %w", strings.Join(st.set, ", "), st.name, err)
-		}
-		for _, k := range st.drift {
-			if slices.Contains(st.set, k) {
-				r.Recorder.Eventf(s.vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonDriftReverted, "RevertDrift",
-					"node %s ran %s=%q by hand; set back to %q", st.name, k, s.o.settings[st.name][k], st.target[k])
-			}
-		}
-	} else if !st.confirmed {
-		return false, nil
-	}
-	if len(st.pending) == 0 {
-		return true, nil
-	}
-	node := n.DeepCopy()
-	patch := client.MergeFrom(n.DeepCopy())
-	delete(node.Annotations, valkeyv1.AnnotationLiveSettingsPending)
-	if err := r.Patch(ctx, node, patch); err != nil {
-		return false, fmt.Errorf("clearing the pending live settings of node %s: %w", st.name, err)
-	}
-	return true, nil
 }
 
 // reportLiveSettings writes the ConfigDrift condition, the drift metric and

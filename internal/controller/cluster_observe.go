@@ -220,6 +220,8 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 			return err
 		}
 		outdated, _ := render.Outdated(n.Spec, want)
+		// A live edit the node's server refused is rolled out instead.
+		outdated = outdated || refusedSettings(n, want.ValkeySettings)
 		m := topology.Member{
 			Name:       name,
 			ShardIndex: int(n.Spec.ShardIndex),

@@ -1,6 +1,9 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -143,4 +146,14 @@ func sameLiveValue(kind liveKind, rendered, running string) bool {
 		}
 	}
 	return strings.EqualFold(strings.TrimSpace(rendered), strings.TrimSpace(running))
+}
+
+// SettingsDigest identifies a settings map, to remember which edit a node
+// refused without storing its values.
+func SettingsDigest(settings map[string]string) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		fmt.Fprintf(h, "%q=%q\n", k, settings[k])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
