@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,5 +231,80 @@ func TestConfigDriftReverted(t *testing.T) {
 	updateCluster(t, key, func(vc *valkeyv1.ValkeyCluster) { delete(vc.Annotations, valkeyv1.AnnotationConfigDrift) })
 	eventually(t, 2*time.Minute, "the hand edit set back once the annotation is gone", policyIs("allkeys-lru"))
 	f.waitCondition(valkeyv1.CondConfigDrift, metav1.ConditionFalse, valkeyv1.ReasonSettingsInSync, "", 2*time.Minute)
+	f.assertPodsUntouched(pods)
+}
+
+// A node that cannot take a live edit (its process stalled) keeps it
+// pending, recorded on its ValkeyNode and in its valkey.conf, and the
+// cluster does not read as converged meanwhile; once the node answers
+// again the edit is set on it, in place, and only then is the cluster
+// converged.
+func TestLiveSettingsReachAStalledNodeWhenItResumes(t *testing.T) {
+	t.Parallel()
+	const ns = "live-stall"
+	key := newPlainCluster(t, ns, "cache", 2, 0)
+	f := &tlsFixture{t: t, ns: ns, name: key.Name, key: key}
+	pods := f.podSnapshot()
+	vc := getCluster(t, key)
+	victim, other := vc.Status.ShardStatuses[0].Primary, vc.Status.ShardStatuses[1].Primary
+
+	signal(t, key, victim, syscall.SIGSTOP)
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			signal(t, key, victim, syscall.SIGCONT)
+		}
+	})
+	editConfig(t, menuConfigName(ns), func(v map[string]string) { v["maxmemory-policy"] = "allkeys-lru" })
+	eventually(t, 2*time.Minute, "the edit taken by "+other+" and pending on "+victim, func() error {
+		got, err := runningSettings(ns, other, "maxmemory-policy")
+		if err != nil {
+			return err
+		}
+		if got["maxmemory-policy"] != "allkeys-lru" {
+			return fmt.Errorf("%s runs %v", other, got)
+		}
+		var node valkeyv1.ValkeyNode
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, &node); err != nil {
+			return err
+		}
+		if node.Spec.ValkeySettings["maxmemory-policy"] != "allkeys-lru" ||
+			!strings.Contains(node.Annotations[valkeyv1.AnnotationLiveSettingsPending], "maxmemory-policy") {
+			return fmt.Errorf("node %s records %v, pending %q", victim, node.Spec.ValkeySettings, node.Annotations[valkeyv1.AnnotationLiveSettingsPending])
+		}
+		var cm corev1.ConfigMap
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: render.NodeConfigMapName(victim)}, &cm); err != nil {
+			return err
+		}
+		if !strings.Contains(cm.Data["valkey.conf"], "maxmemory-policy allkeys-lru\n") {
+			return fmt.Errorf("the valkey.conf of %s lacks the edit", victim)
+		}
+		return nil
+	})
+	if p := meta.FindStatusCondition(f.cluster().Status.Conditions, valkeyv1.CondProgressing); p == nil || p.Status != metav1.ConditionTrue {
+		t.Fatalf("Progressing while %s has not taken the edit: %+v", victim, p)
+	}
+
+	signal(t, key, victim, syscall.SIGCONT)
+	resumed = true
+	eventually(t, 2*time.Minute, victim+" runs the edit after resuming", func() error {
+		got, err := runningSettings(ns, victim, "maxmemory-policy")
+		if err != nil {
+			return err
+		}
+		if got["maxmemory-policy"] != "allkeys-lru" {
+			return fmt.Errorf("%s runs %v", victim, got)
+		}
+		return nil
+	})
+	waitConverged(t, key, 2, 0, 3*time.Minute)
+	var node valkeyv1.ValkeyNode
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := node.Annotations[valkeyv1.AnnotationLiveSettingsPending]; ok {
+		t.Fatalf("converged with %q still pending on %s", v, victim)
+	}
+	f.waitEvent(corev1.EventTypeNormal, valkeyv1.ReasonSettingsAppliedLive, "applied without a restart on "+victim, time.Minute)
 	f.assertPodsUntouched(pods)
 }
