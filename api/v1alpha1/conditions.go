@@ -79,7 +79,7 @@ const (
 // Reasons of the ConfigDrift condition, of Progressing while live settings
 // are applied, and of the Events of both.
 const (
-	// ReasonSettingsInSync: every node runs the rendered live settings.
+	// ReasonSettingsInSync: every running node runs the rendered live settings.
 	ReasonSettingsInSync = "SettingsInSync"
 	// ReasonSettingsDrifted: a node runs a live setting someone changed by
 	// hand (CONFIG SET); the operator sets it back unless the cluster's

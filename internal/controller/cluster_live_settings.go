@@ -300,7 +300,7 @@ func (r *ClusterReconciler) reportLiveSettings(vc *valkeyv1.ValkeyCluster, plan 
 			truncate("could not read the live settings of "+strings.Join(plan.unread, ", "), 2000))
 	default:
 		setCondition(vc, valkeyv1.CondConfigDrift, metav1.ConditionFalse, valkeyv1.ReasonSettingsInSync,
-			"every node runs the rendered live settings")
+			"every running node runs the rendered live settings")
 	}
 }
 
