@@ -80,12 +80,13 @@ func (r *ClusterReconciler) applyLiveSettings(ctx context.Context, s *clusterSco
 			res, err := r.liveStep(ctx, s, st)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			var ae apiError
+			if err != nil && (res != stepRefused || errors.As(err, &ae)) {
 				errs = append(errs, err)
 			}
 			switch {
 			case res == stepRefused:
-				refused = append(refused, fmt.Sprintf("%s: %v", st.name, err))
+				refused = append(refused, fmt.Sprintf("node %s refused %s (%v)", st.name, settingValues(st), err))
 			case res == stepTook && slices.ContainsFunc(st.pending, func(k string) bool { return slices.Contains(st.set, k) }):
 				applied = append(applied, st.name)
 			case res == stepTook:
@@ -107,9 +108,9 @@ func (r *ClusterReconciler) applyLiveSettings(ctx context.Context, s *clusterSco
 	slices.Sort(applied)
 	slices.Sort(stillPending)
 	slices.Sort(refused)
-	for _, why := range refused {
+	if len(refused) > 0 {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonSettingsRefused, "ApplyLiveSettings",
-			"%s; the node is replaced with the new settings instead", truncate(why, 1000))
+			"%s; replaced with the new settings instead", truncate(strings.Join(refused, "; "), 2000))
 	}
 	r.reportLiveSettings(vc, plan, applied, revert)
 	s.live = liveOutcome{applying: stillPending, acted: len(refused) > 0 || slices.ContainsFunc(plan.steps, func(st liveNodeStep) bool { return len(st.set) > 0 })}
@@ -237,6 +238,15 @@ func (r *ClusterReconciler) markRefused(ctx context.Context, n *valkeyv1.ValkeyN
 func refusedSettings(n *valkeyv1.ValkeyNode, settings map[string]string) bool {
 	d, ok := n.Annotations[valkeyv1.AnnotationLiveSettingsRefused]
 	return ok && d == render.SettingsDigest(settings)
+}
+
+// settingValues is the step's settings as key="value", for a message.
+func settingValues(st liveNodeStep) string {
+	var out []string
+	for _, k := range st.set {
+		out = append(out, fmt.Sprintf("%s=%q", k, st.target[k]))
+	}
+	return strings.Join(out, " ")
 }
 
 // pendingSettings reads the node's list of live settings not confirmed.

@@ -308,3 +308,43 @@ func TestLiveSettingsReachAStalledNodeWhenItResumes(t *testing.T) {
 	f.waitEvent(corev1.EventTypeNormal, valkeyv1.ReasonSettingsAppliedLive, "applied without a restart on "+victim, time.Minute)
 	f.assertPodsUntouched(pods)
 }
+
+// A live value the servers refuse is never written where a node starts
+// from: a SettingsRefused Warning quotes the server, every running node
+// keeps its value and its valkey.conf, and the edit is rolled out as one
+// needing a restart would be (the replacement's failing container then
+// reports it). Setting the value back brings the cluster to converge on
+// its old nodes.
+func TestRefusedLiveValueIsNotRecorded(t *testing.T) {
+	t.Parallel()
+	const ns = "live-refused"
+	key := newPlainCluster(t, ns, "cache", 1, 1)
+	f := &tlsFixture{t: t, ns: ns, name: key.Name, key: key}
+	old := f.podNames()
+
+	editConfig(t, menuConfigName(ns), func(v map[string]string) { v["maxmemory-policy"] = "evict-nothing-ever" })
+	f.waitEvent(corev1.EventTypeWarning, valkeyv1.ReasonSettingsRefused, "evict-nothing-ever", 2*time.Minute)
+	eventually(t, 2*time.Minute, "the edit rolled out instead", func() error {
+		for _, p := range f.podNames() {
+			if !slices.Contains(old, p) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no replacement node yet; pods %v", f.podNames())
+	})
+	for _, p := range old {
+		var cm corev1.ConfigMap
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: render.NodeConfigMapName(p)}, &cm); err != nil {
+			continue // a node the roll already retired
+		}
+		if strings.Contains(cm.Data["valkey.conf"], "evict-nothing-ever") {
+			t.Fatalf("the refused value was written into the valkey.conf of %s", p)
+		}
+		if got, err := runningSettings(ns, p, "maxmemory-policy"); err == nil && got["maxmemory-policy"] != "noeviction" {
+			t.Fatalf("%s runs maxmemory-policy %q", p, got["maxmemory-policy"])
+		}
+	}
+
+	editConfig(t, menuConfigName(ns), func(v map[string]string) { delete(v, "maxmemory-policy") })
+	waitConverged(t, key, 1, 1, 5*time.Minute)
+}
