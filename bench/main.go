@@ -137,7 +137,7 @@ func runBenchmarks(dir string, realistic time.Duration) (*PodStartStop, error) {
 	// the other benchmarks do not depend on the delay.
 	env := []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=0s", "VALKEY_BENCH_ROTATIONS=5"}
 	if _, err := goTest(env, "./test/e2e/",
-		"^Benchmark(Bootstrap|TLSLeafRotation|AvailabilityTLS|AvailabilityTopology|AvailabilityPlanned|AutoscaleReaction|Resharding|Footprint|SecretCache)$", "60m"); err != nil {
+		"^Benchmark(Bootstrap|TLSLeafRotation|AvailabilityTLS|AvailabilityTopology|AvailabilityPlainPrimaryKill|AvailabilityPlanned|AutoscaleReaction|Resharding|Footprint|SecretCache)$", "60m"); err != nil {
 		return nil, err
 	}
 	// The durability benchmark fills its clusters with a gigabyte

@@ -204,6 +204,7 @@ func renderAvailability(w *strings.Builder, r Report) {
 			millis(a.P50Ms), millis(a.P99Ms), millis(a.MaxMs), gaps(a.Shards))
 	}
 	w.WriteString("\n")
+	renderFailoverRatio(w, r.Records.Availability)
 	captions := map[string]string{
 		"throughput": "Writes acknowledged per second, one line per shard's writer (blue, green, orange, purple:\n" +
 			"shards 0–3 as they were when the disruption began), and failed requests per second in red;\n" +
@@ -215,6 +216,41 @@ func renderAvailability(w *strings.Builder, r Report) {
 			fmt.Fprintf(w, "![availability %s](%s)\n\n%s\n\n", name, path, captions[name])
 		}
 	}
+}
+
+// Scenarios the primary-kill ratio compares: the operator's, and plain
+// valkey-server processes left to Valkey's own failover.
+const (
+	scenarioPrimaryKill      = "primary kill"
+	scenarioPlainPrimaryKill = "primary kill, plain valkey-server"
+)
+
+// renderFailoverRatio sets the operator's longest write gap after a
+// primary's process is killed beside Valkey's own failover on plain
+// processes with the same cluster-node-timeout: the baseline to beat.
+func renderFailoverRatio(w *strings.Builder, all []record.Availability) {
+	ours, okOurs := longestGapOf(all, scenarioPrimaryKill)
+	plain, okPlain := longestGapOf(all, scenarioPlainPrimaryKill)
+	if !okOurs || !okPlain || plain <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "**Primary kill: the longest write gap is %s with the operator against %s with Valkey's own failover on plain processes (%.2f×).**\n\n",
+		millis(ours), millis(plain), ours/plain)
+}
+
+// longestGapOf is scenario's longest write gap over its shards.
+func longestGapOf(all []record.Availability, scenario string) (float64, bool) {
+	for _, a := range all {
+		if a.Scenario != scenario {
+			continue
+		}
+		longest := 0.0
+		for _, g := range a.Shards {
+			longest = max(longest, g.LongestGapMs)
+		}
+		return longest, true
+	}
+	return 0, false
 }
 
 // reshardOutward is the direction of the move onto the new shard.

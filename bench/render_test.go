@@ -64,7 +64,16 @@ func TestRender(t *testing.T) {
 			"| primary kill | 3x1 | 1m15s | 20000 | 150 | 99.25% | 0.42 ms | 12 ms | 2001 ms | 0: 5300 ms · 1: 14 ms |",
 			"![availability throughput](benchmarks/availability-throughput.png)",
 		},
-		notWant: []string{"availability latency"},
+		notWant: []string{"availability latency", "Primary kill: the longest"},
+	}, {
+		name: "primary kill beside Valkey's own failover",
+		report: with(func(r *Report) {
+			r.Records.Availability = []record.Availability{
+				{Scenario: "primary kill", Cluster: "3x1", Shards: []record.ShardGap{{Shard: 0, LongestGapMs: 900}, {Shard: 1, LongestGapMs: 20}}},
+				{Scenario: "primary kill, plain valkey-server", Cluster: "3x1", Shards: []record.ShardGap{{Shard: 0, LongestGapMs: 7200}}},
+			}
+		}),
+		want: []string{"**Primary kill: the longest write gap is 900 ms with the operator against 7200 ms with Valkey's own failover on plain processes (0.12×).**"},
 	}, {
 		name: "resharding ratio",
 		report: with(func(r *Report) {

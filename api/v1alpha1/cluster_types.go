@@ -209,7 +209,8 @@ type ValkeyClusterStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, Progressing, Degraded, TLSValid,
-	// CertificateExpiringSoon and others; see the troubleshooting guide.
+	// CertificateExpiringSoon, VersionMatches and others; see the
+	// troubleshooting guide.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

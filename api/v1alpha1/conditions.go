@@ -323,3 +323,26 @@ const (
 	// store; the ValkeyBackup stays and pruning is retried.
 	ReasonPruneFailed = "PruneFailed"
 )
+
+// CondDeletionBlocked is present on a ValkeyImage, ValkeyConfig or
+// ValkeyRole whose deletion waits: True, with reason ReasonInUse, while a
+// config or cluster still uses it, the message naming them. The Warning
+// Event of the same reason says so once per change of that list.
+const (
+	CondDeletionBlocked = "DeletionBlocked"
+	ReasonInUse         = "InUse"
+)
+
+// CondVersionMatches reports whether every node that answers runs the
+// Valkey version its ValkeyImage declares (INFO server valkey_version
+// against spec.version). While it is False no node is created, so a roll
+// onto a mislabelled image stops at the first node that shows it.
+const (
+	CondVersionMatches = "VersionMatches"
+	// ReasonVersionsMatch: every node that answers runs its declared
+	// version.
+	ReasonVersionsMatch = "VersionsMatch"
+	// ReasonVersionMismatch: a node runs another version than its image
+	// declares (also the Warning Event).
+	ReasonVersionMismatch = "VersionMismatch"
+)

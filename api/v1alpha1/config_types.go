@@ -125,8 +125,15 @@ type Resources struct {
 	Memory string `json:"memory,omitempty"`
 }
 
-// ValkeyConfigStatus is reserved; the config has no observed state.
-type ValkeyConfigStatus struct{}
+// ValkeyConfigStatus reports a deletion held while the config is in use.
+type ValkeyConfigStatus struct {
+	// Conditions: DeletionBlocked, present while a deletion waits for the
+	// objects that use this one, its message naming them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
 
 // ValkeyConfig is a cluster-scoped, inheritable set of node settings.
 // +kubebuilder:object:root=true

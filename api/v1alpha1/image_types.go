@@ -17,15 +17,25 @@ type ValkeyImageSpec struct {
 	Tag string `json:"tag"`
 
 	// Version of Valkey the image contains, as MAJOR.MINOR.PATCH and at least
-	// 8.0.0. The operator also checks the version the running server reports.
+	// 8.0.0. Each node's running server is checked against it once it
+	// answers: a node reporting another version sets the cluster's
+	// VersionMatches condition False, and no further node is created
+	// until the image (or this field) is fixed.
 	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) >= 8",message="version must be at least 8.0.0"
 	Version string `json:"version"`
 }
 
-// ValkeyImageStatus is reserved; the image has no observed state.
-type ValkeyImageStatus struct{}
+// ValkeyImageStatus reports a deletion held while the image is in use.
+type ValkeyImageStatus struct {
+	// Conditions: DeletionBlocked, present while a deletion waits for the
+	// objects that use this one, its message naming them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
 
 // ValkeyImage is a cluster-scoped allowlist entry for a Valkey container image.
 // +kubebuilder:object:root=true

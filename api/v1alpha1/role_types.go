@@ -58,8 +58,15 @@ type ValkeyRoleSpec struct {
 	Commands []CommandRule `json:"commands,omitempty"`
 }
 
-// ValkeyRoleStatus is reserved; the role has no observed state.
-type ValkeyRoleStatus struct{}
+// ValkeyRoleStatus reports a deletion held while the role is in use.
+type ValkeyRoleStatus struct {
+	// Conditions: DeletionBlocked, present while a deletion waits for the
+	// objects that use this one, its message naming them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
 
 // ValkeyRole is a cluster-scoped permission template for ACL bindings.
 // +kubebuilder:object:root=true

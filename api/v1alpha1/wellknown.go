@@ -118,6 +118,9 @@ const (
 	// AnnotationRelease set to "true" on a ValkeyMeteringRecord releases
 	// it: once it is also deleted, it goes.
 	AnnotationRelease = "valkey.gomomento.com/release"
+	// FinalizerInUse holds the deletion of a ValkeyImage, ValkeyConfig or
+	// ValkeyRole while a config or cluster still uses it.
+	FinalizerInUse = "valkey.gomomento.com/in-use"
 	// FinalizerNode guards a ValkeyNode's teardown.
 	FinalizerNode = "valkey.gomomento.com/node-cleanup"
 )

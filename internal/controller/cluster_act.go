@@ -172,9 +172,14 @@ func forgetEverywhere(ctx context.Context, m memberNodes, f *topology.Forget) er
 
 func (r *ClusterReconciler) failover(ctx context.Context, s *clusterScope, m memberNodes, f *topology.Failover) error {
 	mode := valkey.FailoverDefault
-	if f.Mode == topology.FailoverTakeover {
+	switch f.Mode {
+	case topology.FailoverTakeover:
 		mode = valkey.FailoverTakeover
-		logFrom(ctx).Info(topology.ReasonTakeover, "node", f.Node)
+	case topology.FailoverForce:
+		mode = valkey.FailoverForce
+	}
+	if mode != valkey.FailoverDefault {
+		logFrom(ctx).Info("promoting a replica over a lost primary", "node", f.Node, "command", "CLUSTER FAILOVER "+string(mode))
 	}
 	// Recorded before it is sent: a crash in between costs one grace
 	// period, never a second failover.

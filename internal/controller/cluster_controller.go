@@ -131,6 +131,9 @@ type clusterScope struct {
 	wave     topology.Wave
 	failures []containerFailure
 	held     string
+	// versionMismatch says which nodes run another Valkey version than
+	// their image declares; "" when none does.
+	versionMismatch string
 }
 
 // phaseResult is how a phase ends: done ends the reconcile with result, as

@@ -169,8 +169,8 @@ func podState(p *corev1.Pod) topology.Pod {
 	if p == nil {
 		return topology.Pod{Phase: topology.PodAbsent}
 	}
-	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-		return topology.Pod{Phase: topology.PodGone, IP: p.Status.PodIP}
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || valkeyExited(p) {
+		return topology.Pod{Phase: topology.PodGone, IP: p.Status.PodIP, Exited: true}
 	}
 	if !p.DeletionTimestamp.IsZero() {
 		if p.Status.Phase == corev1.PodRunning {
@@ -188,6 +188,21 @@ func podState(p *corev1.Pod) topology.Pod {
 		}
 	}
 	return out
+}
+
+// valkeyExited: the kubelet reports the Valkey container terminated in a
+// pod that never restarts it. The pod itself may still run (the metrics
+// exporter keeps it Running), but the node's process is gone for good.
+func valkeyExited(p *corev1.Pod) bool {
+	if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == render.ContainerValkey {
+			return cs.State.Terminated != nil
+		}
+	}
+	return false
 }
 
 // nodePodState is podState, except that the pod of a persistent node that

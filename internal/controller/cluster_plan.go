@@ -9,7 +9,8 @@ import (
 
 // plan has the planner decide the wave from the observation alone (while
 // the TLS Secret is invalid, it keeps only healing); creations of nodes
-// whose containers keep failing back off.
+// whose containers keep failing back off, and none is created while a
+// node runs another Valkey version than its image declares.
 func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	shards, replicas := desiredShape(s.vc)
 	s.creating = !formed(s.vc)
@@ -29,5 +30,7 @@ func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseRes
 	if s.wave, s.held, err = r.backOffReplacements(ctx, s.vc, s.o, s.failures, wave); err != nil {
 		return phaseResult{}, err
 	}
+	s.versionMismatch = versionMismatch(s.o.nodes, s.o.versions, s.res)
+	s.wave = holdForVersion(s.wave, s.versionMismatch)
 	return nextPhase, nil
 }

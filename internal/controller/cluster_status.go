@@ -186,6 +186,7 @@ func describe(a topology.Action) string {
 func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	r.reportContainerFailures(vc, s.failures, s.held)
+	r.reportVersions(vc, s.res, s.versionMismatch)
 	lead := s.wave.Lead()
 	applySummary(vc, topology.Summarize(s.in), s.o.names())
 	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&

@@ -33,8 +33,12 @@ package controller
 // cluster's objects on the cluster, pods and ConfigMaps on their node):
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/finalizers;valkeynodes/finalizers,verbs=update
 //
-// The platform team's menu, read only:
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
+// The platform team's menu, read; each object carries a finalizer that
+// holds its deletion, with a status condition saying why, while a config
+// or cluster uses it. The configs and clusters that decide it are listed
+// around the cache:
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs/status;valkeyimages/status;valkeyroles/status,verbs=patch
 //
 // A node's pod is created once, annotated (and relabelled, if someone
 // removed its labels) in place and deleted, never updated; a pod missing

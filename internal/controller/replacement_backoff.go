@@ -82,26 +82,38 @@ func holdCreations(wave topology.Wave, rec replacementRecord, now time.Time) (to
 	if !now.Before(next) {
 		return wave, ""
 	}
+	msg := fmt.Sprintf("%d node container(s) exited in a row; the next node is created at %s", rec.Failures, next.UTC().Format(time.RFC3339))
+	held, ok := withoutActions(wave, isCreation, topology.CauseReplacementBackoff, reasonBackoffWait, msg)
+	if !ok {
+		return wave, ""
+	}
+	return held, msg
+}
+
+func isCreation(a topology.Action) bool { return a.Kind == topology.KindCreateNode }
+
+// withoutActions drops the wave's actions that hold says to, leaving a
+// wait with cause, reason and detail in their place if nothing else is
+// left. ok is false when the wave had none to drop.
+func withoutActions(wave topology.Wave, hold func(topology.Action) bool, cause topology.WaitCause, reason, detail string) (topology.Wave, bool) {
 	kept := make([]topology.Action, 0, len(wave.Actions))
-	// The wait takes the held creation's tier: a roll held back is still
-	// an update, a lost node's replacement still a repair.
+	// The wait takes the held action's tier: a roll held back is still an
+	// update, a lost node's replacement still a repair.
 	tier := topology.TierStability
 	for _, a := range wave.Actions {
-		if a.Kind != topology.KindCreateNode {
+		if !hold(a) {
 			kept = append(kept, a)
 		} else if len(kept) == 0 {
 			tier = a.Tier
 		}
 	}
 	if len(kept) == len(wave.Actions) {
-		return wave, ""
+		return wave, false
 	}
-	msg := fmt.Sprintf("%d node container(s) exited in a row; the next node is created at %s", rec.Failures, next.UTC().Format(time.RFC3339))
 	if len(kept) == 0 {
-		kept = append(kept, topology.Action{Kind: topology.KindWait, Tier: tier,
-			Cause: topology.CauseReplacementBackoff, Reason: reasonBackoffWait, Detail: msg})
+		kept = append(kept, topology.Action{Kind: topology.KindWait, Tier: tier, Cause: cause, Reason: reason, Detail: detail})
 	}
-	return topology.Wave{Actions: kept}, msg
+	return topology.Wave{Actions: kept}, true
 }
 
 // backOffReplacements updates the cluster's replacement record from this

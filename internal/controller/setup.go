@@ -83,6 +83,9 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 	if err := setupScheduledBackup(mgr); err != nil {
 		return err
 	}
+	if err := setupDeletionProtection(mgr, opts); err != nil {
+		return err
+	}
 	return setupMetering(mgr, opts)
 }
 

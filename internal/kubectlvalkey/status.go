@@ -9,11 +9,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -37,11 +39,47 @@ func status(ctx context.Context, c client.Reader, namespace, name string, w io.W
 			nodes = append(nodes, n)
 		}
 	}
-	return writeStatus(w, &vc, nodes, time.Now())
+	failovers, err := failoverEvents(ctx, c, namespace, name)
+	if err != nil {
+		return err
+	}
+	return writeStatus(w, &vc, nodes, failovers, time.Now())
+}
+
+// failoverEvents are the cluster's Failover Events, newest first, at most
+// recentFailovers of them: which replica replaced which primary, and by
+// which path (Valkey's election is not among them: the operator records
+// only what it did). A user not allowed to list Events sees none.
+func failoverEvents(ctx context.Context, c client.Reader, namespace, name string) ([]corev1.Event, error) {
+	var list corev1.EventList
+	switch err := c.List(ctx, &list, client.InNamespace(namespace)); {
+	case apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing the Events of %s/%s: %w", namespace, name, err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "ValkeyCluster" && e.InvolvedObject.Name == name && e.Reason == string(topology.KindFailover) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).After(eventTime(out[j])) })
+	return out[:min(len(out), recentFailovers)], nil
+}
+
+const recentFailovers = 5
+
+// eventTime is when an Event last happened, whichever API recorded it.
+func eventTime(e corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.LastTimestamp.Time
 }
 
 // writeStatus renders the status as aligned sections; now dates notAfter.
-func writeStatus(w io.Writer, vc *valkeyv1.ValkeyCluster, nodes []valkeyv1.ValkeyNode, now time.Time) error {
+func writeStatus(w io.Writer, vc *valkeyv1.ValkeyCluster, nodes []valkeyv1.ValkeyNode, failovers []corev1.Event, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	s := vc.Status
 	state := string(s.State)
@@ -73,6 +111,9 @@ func writeStatus(w io.Writer, vc *valkeyv1.ValkeyCluster, nodes []valkeyv1.Valke
 		func(w io.Writer) { writeConditions(w, s.Conditions) },
 		func(w io.Writer) { writeShards(w, s.ShardStatuses) },
 		func(w io.Writer) { writeNodes(w, nodes) },
+	}
+	if len(failovers) > 0 {
+		sections = append(sections, func(w io.Writer) { writeFailovers(w, failovers, now) })
 	}
 	for _, section := range sections {
 		fmt.Fprintln(w)
@@ -138,6 +179,16 @@ func writeNodes(w io.Writer, nodes []valkeyv1.ValkeyNode) {
 			lifecycle = valkeyv1.LifecycleActive
 		}
 		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", n.Name, n.Spec.ShardIndex, orDash(string(n.Status.Role)), lifecycle, orDash(n.Status.PodIP))
+	}
+}
+
+// writeFailovers lists the operator's recent failovers: the note says the
+// path (a kubelet-reported exit, no quorum, an overdue election, a roll, a
+// hand-over) and who replaced whom.
+func writeFailovers(w io.Writer, events []corev1.Event, now time.Time) {
+	fmt.Fprintln(w, "FAILOVER\tAGO\tWHAT")
+	for _, e := range events {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", eventTime(e).UTC().Format(time.RFC3339), now.Sub(eventTime(e)).Round(time.Second), oneLine(e.Message))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -179,7 +180,7 @@ NODE  SHARD  ROLE  LIFECYCLE  POD IP
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			if err := writeStatus(&out, tc.vc, tc.nodes, now); err != nil {
+			if err := writeStatus(&out, tc.vc, tc.nodes, nil, now); err != nil {
 				t.Fatal(err)
 			}
 			if out.String() != tc.want {
@@ -207,5 +208,38 @@ func TestStatusReadsOnlyTheClustersNodes(t *testing.T) {
 	}
 	if err := status(context.Background(), c, testNS, "missing", &out); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("missing cluster: err = %v", err)
+	}
+}
+
+// The operator's failovers of this cluster, newest first, say which path
+// each took; other clusters' and other reasons' Events are left out.
+func TestStatusListsRecentFailovers(t *testing.T) {
+	vc := tlsCluster()
+	vc.Status.State = valkeyv1.StateActive
+	at := time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC)
+	event := func(name, cluster, reason, note string, ago time.Duration) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: testNS, Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "ValkeyCluster", Name: cluster, Namespace: testNS},
+			Reason:         reason, Message: note, EventTime: metav1.NewMicroTime(at.Add(-ago)),
+		}
+	}
+	c := fakeClient(t, vc,
+		event("e1", testCluster, "Failover", "no quorum — issued TAKEOVER on replica: cache-b replaces cache-a", time.Hour),
+		event("e2", testCluster, "Failover", "primary's process exited — issued FAILOVER FORCE on the most caught-up replica: cache-d replaces cache-c", time.Minute),
+		event("e3", "other", "Failover", "other cluster's failover", time.Second),
+		event("e4", testCluster, "Meet", "not a failover", time.Second),
+	)
+	var out strings.Builder
+	if err := status(context.Background(), c, testNS, testCluster, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	force, takeover := strings.Index(got, "FAILOVER FORCE"), strings.Index(got, "TAKEOVER on replica")
+	if force < 0 || takeover < 0 || force > takeover {
+		t.Errorf("want both failovers, newest first:\n%s", got)
+	}
+	if strings.Contains(got, "other cluster") || strings.Contains(got, "not a failover") {
+		t.Errorf("unrelated Events listed:\n%s", got)
 	}
 }

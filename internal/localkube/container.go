@@ -62,14 +62,6 @@ const (
 	reasonConfigError = "CreateContainerConfigError"
 )
 
-func (w *podWorker) backoff(restarts int32) time.Duration {
-	d := w.r.opts.RestartBackoff
-	for i := int32(0); i < restarts && d < w.r.opts.MaxRestartBackoff; i++ {
-		d *= 2
-	}
-	return min(d, w.r.opts.MaxRestartBackoff)
-}
-
 func podGrace(pod *corev1.Pod) time.Duration {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
@@ -93,7 +85,7 @@ func (w *podWorker) maybeStart(ctx context.Context, pod *corev1.Pod, c *containe
 			return
 		}
 		if c.nextStart.IsZero() {
-			delay := w.backoff(c.restarts)
+			delay := restartDelay(pod.Annotations, c.restarts, w.r.opts.RestartBackoff, w.r.opts.MaxRestartBackoff)
 			c.nextStart = c.term.FinishedAt.Add(delay)
 			c.waitReason = reasonCrashLoop
 			c.waitMessage = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.spec.Name, w.name, w.ns, w.uid)

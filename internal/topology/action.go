@@ -49,6 +49,10 @@ type FailoverMode string
 const (
 	// FailoverDefault is CLUSTER FAILOVER: the replica catches up first.
 	FailoverDefault FailoverMode = "default"
+	// FailoverForce is CLUSTER FAILOVER FORCE: no handshake with the
+	// primary, whose process is known to be gone, but a majority of
+	// primaries still votes, so the epoch stays agreed.
+	FailoverForce FailoverMode = "force"
 	// FailoverTakeover is CLUSTER FAILOVER TAKEOVER: no primary agreement.
 	FailoverTakeover FailoverMode = "takeover"
 )
@@ -83,8 +87,13 @@ const (
 	// replica was elected within ElectionDeadline; the best one that holds
 	// the data takes over.
 	ReasonElectionOverdue = "no replica elected in time — issued TAKEOVER on the most caught-up replica"
-	ReasonUnschedulable   = "bootstrap blocked: pod cannot be scheduled"
-	ReasonRollFailover    = "failover to up-to-date replica for rolling upgrade"
+	// ReasonProcessExited: the kubelet reports that the primary's Valkey
+	// process ended, so nothing can still be serving its writes; its most
+	// caught-up replica is promoted at once rather than after Valkey's own
+	// cluster-node-timeout and election delay.
+	ReasonProcessExited = "primary's process exited — issued FAILOVER FORCE on the most caught-up replica"
+	ReasonUnschedulable = "bootstrap blocked: pod cannot be scheduled"
+	ReasonRollFailover  = "failover to up-to-date replica for rolling upgrade"
 	// ReasonHandOver: a primary's pod is being deleted (deletion, eviction,
 	// drain) while its process still serves; a synced replica takes over
 	// before the process gets SIGTERM.

@@ -197,14 +197,41 @@ func count(trace []Action, k Kind) int {
 	return n
 }
 
+// The kubelet reports the primary's process exited: its replica is
+// promoted at once with FAILOVER FORCE, voted on by the majority.
 func TestFailurePrimaryWithReplicaQuorumHeld(t *testing.T) {
 	s := bootstrapped(t, 3, 1)
 	victim := s.primaryOf(0)
 	s.kill(victim.name)
 	first := Plan(s.input()).Lead()
+	if first.Kind != KindFailover || first.Failover.Mode != FailoverForce || first.Reason != ReasonProcessExited {
+		t.Fatalf("got %v, want FAILOVER FORCE at once", first)
+	}
+	convergesAfterPrimaryLoss(t, s, first)
+	if s.forced != 1 {
+		t.Errorf("%d FAILOVER FORCE, want 1", s.forced)
+	}
+}
+
+// A primary whose end the kubelet does not report (its pod is gone, its
+// peers flag it) may still run somewhere: Valkey's own election decides.
+func TestFailurePrimaryWithReplicaQuorumHeldDeathUnreported(t *testing.T) {
+	s := bootstrapped(t, 3, 1)
+	victim := s.primaryOf(0)
+	s.unreported[victim.name] = true
+	s.kill(victim.name)
+	first := Plan(s.input()).Lead()
 	if first.Kind != KindWait || first.Reason != ReasonWaitAutoFailover {
 		t.Fatalf("got %v, want to wait for auto-failover", first)
 	}
+	convergesAfterPrimaryLoss(t, s, first)
+	if s.forced != 0 {
+		t.Errorf("%d FAILOVER FORCE over a primary whose end was not reported", s.forced)
+	}
+}
+
+func convergesAfterPrimaryLoss(t *testing.T, s *sim, first Action) {
+	t.Helper()
 	if DecideState(false, first) != StateActive {
 		t.Errorf("healing must leave the cluster Active")
 	}

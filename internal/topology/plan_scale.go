@@ -37,9 +37,11 @@ func (w *world) finishLeaving() (Action, bool) {
 					break
 				}
 			}
-			if to == nil && !w.hasStayingReplica(n) {
-				// It was retired as a replica and Valkey promoted it since:
-				// it is now its shard's only copy of the keys, so it stays.
+			if to == nil && !w.hasSuccessor(n) {
+				// It was retired as a replica and promoted since: no
+				// replica that could take the role from it is coming (an
+				// outdated one never is, the roll replaces it), so it
+				// stays, and the roll treats it as any outdated primary.
 				return Action{Kind: KindMarkActive, Tier: TierStability, Reason: ReasonKeepPromotedLeaver,
 					Detail: n.Name, MarkActive: &NodeRef{Node: n.Name}}, true
 			}
@@ -64,10 +66,10 @@ func (w *world) finishLeaving() (Action, bool) {
 	return notes.get()
 }
 
-// hasStayingReplica: some live replica that is not leaving follows n, so
-// the role can be handed to it once it has synced.
-func (w *world) hasStayingReplica(n *node) bool {
-	return slices.ContainsFunc(w.replicasFollowing(n.id), func(r *node) bool { return !r.leaving() })
+// hasSuccessor: some live up-to-date replica that is not leaving follows
+// n, so the role can be handed to it once it has synced.
+func (w *world) hasSuccessor(n *node) bool {
+	return slices.ContainsFunc(w.replicasFollowing(n.id), func(r *node) bool { return !r.leaving() && !r.Outdated })
 }
 
 // DepartureGrace is how long a node retired by scale-in (or as a surplus

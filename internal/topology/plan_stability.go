@@ -72,17 +72,14 @@ func (w *world) primaries() (Action, bool) {
 		}
 		reps, empty := w.takeoverCandidates(id, m)
 		if len(reps) > 0 {
-			reason := ReasonTakeover
-			if w.quorum() {
-				if !electionOverdue(reps) {
-					notes.add(waitOn(TierStability, CauseAutoFailover, ReasonWaitAutoFailover, name))
-					continue
-				}
-				reason = ReasonElectionOverdue
+			mode, reason, now := w.promotion(m, reps)
+			if !now {
+				notes.add(waitOn(TierStability, CauseAutoFailover, ReasonWaitAutoFailover, name))
+				continue
 			}
 			return Action{Kind: KindFailover, Tier: TierStability, Reason: reason,
 				Detail:   fmt.Sprintf("%s replaces %s", reps[0].Name, name),
-				Failover: &Failover{Node: reps[0].Name, Mode: FailoverTakeover}}, true
+				Failover: &Failover{Node: reps[0].Name, Mode: mode}}, true
 		}
 		if m != nil {
 			// A silent replica, one being retired included, may hold the
@@ -107,6 +104,26 @@ func (w *world) primaries() (Action, bool) {
 		notes.add(wait(TierStability, "lost primary is still known by its replicas", name))
 	}
 	return notes.get()
+}
+
+// promotion decides how the best of reps replaces the lost primary m, and
+// whether now. Without a majority of healthy primaries no election can
+// succeed: TAKEOVER at once. With one, Valkey elects a replica by itself
+// after cluster-node-timeout; the operator goes first only on the
+// kubelet's word that m's process exited (FORCE, still voted on, so the
+// epochs stay agreed), and takes over only once the election is overdue.
+// A primary that is merely unreachable or flagged may still run, and is
+// left to Valkey.
+func (w *world) promotion(m *node, reps []*node) (mode FailoverMode, reason string, now bool) {
+	switch {
+	case !w.quorum():
+		return FailoverTakeover, ReasonTakeover, true
+	case electionOverdue(reps):
+		return FailoverTakeover, ReasonElectionOverdue, true
+	case m != nil && m.Pod.Exited:
+		return FailoverForce, ReasonProcessExited, true
+	}
+	return "", "", false
 }
 
 // ElectionDeadline bounds the wait for Valkey's own election once a

@@ -138,11 +138,35 @@ func TestSteadyDecisions(t *testing.T) {
 		want    string
 	}{
 		{"converged", 3, formed3, false, "Done (cluster converged)"},
-		{"dead primary, replica, quorum: wait for Valkey", 3, func() []Member {
+		{"dead primary, its end not reported by the kubelet, replica, quorum: wait for Valkey", 3, func() []Member {
 			ms := formed3()
 			kill(ms, "n1", true)
 			return ms
 		}, false, "Wait (" + ReasonWaitAutoFailover + ": n1)"},
+		{"primary whose process the kubelet reports exited, quorum: FAILOVER FORCE at once", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n1", false)
+			member(ms, "n1").Pod.Exited = true
+			return ms
+		}, false, "Failover node=n4 mode=force (" + ReasonProcessExited + ": n4 replaces n1)"},
+		{"exited primary whose FORCE was never elected: TAKEOVER once overdue", 3, func() []Member {
+			ms := formed3()
+			kill(ms, "n1", false)
+			member(ms, "n1").Pod.Exited = true
+			v := member(ms, "n4").View
+			v.LinkUp, v.SyncDone, v.LinkDownSeconds = false, false, int64(ElectionDeadline/time.Second)
+			return ms
+		}, false, "Failover node=n4 mode=takeover (" + ReasonElectionOverdue + ": n4 replaces n1)"},
+		{"a staying member some peers forgot is met by each of them", 3, func() []Member {
+			ms := formed3()
+			for _, n := range []string{"n2", "n3", "n5"} {
+				v := member(ms, n).View
+				v.Peers = slices.DeleteFunc(v.Peers, func(p Peer) bool { return p.ID == id("n1") })
+			}
+			return ms
+		}, false, "Meet node=n2 seed=n1(10.1.0.1) (" + ReasonReintroduce + ": n2 meets n1); " +
+			"Meet node=n5 seed=n1(10.1.0.1) (" + ReasonReintroduce + ": n5 meets n1); " +
+			"Meet node=n3 seed=n1(10.1.0.1) (" + ReasonReintroduce + ": n3 meets n1)"},
 		{"two dead primaries of three: quorum lost, takeover", 3, func() []Member {
 			ms := formed3()
 			kill(ms, "n1", false)

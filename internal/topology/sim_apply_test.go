@@ -133,6 +133,17 @@ func (s *sim) apply(a Action) {
 		if a.Failover.Mode == FailoverTakeover {
 			s.takeovers++
 		}
+		if a.Failover.Mode == FailoverForce {
+			// FORCE skips the primary's handshake: over a process that
+			// still runs it drops what that process acknowledges since.
+			if old.alive {
+				s.fatalf("FAILOVER FORCE on %s while %s's process runs", r.name, old.name)
+			}
+			if !s.quorum() {
+				s.fatalf("FAILOVER FORCE on %s without a majority of primaries to vote", r.name)
+			}
+			s.forced++
+		}
 		if !r.synced() && len(s.slotsOf(old.id)) > 0 {
 			s.fatalf("FAILOVER on %s, which holds none of %s's keys", r.name, old.name)
 		}

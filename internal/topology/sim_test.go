@@ -42,19 +42,24 @@ func (p *simProc) synced() bool { return p.role == RoleReplica && p.syncTicks >=
 // changes, lets pods start, gossip spread, replicas sync and Valkey fail
 // over by itself, and checks that every action is legal when applied.
 type sim struct {
-	t               testing.TB
-	shards          int
-	replicas        int
-	creating        bool
-	atomic          bool
-	batch           int
-	version         int
-	unschedulable   bool
-	procs           []*simProc // every process ever created, in creation order
-	owner           [TotalSlots]string
-	seq             int
-	failovers       map[int]int
-	takeovers       int
+	t             testing.TB
+	shards        int
+	replicas      int
+	creating      bool
+	atomic        bool
+	batch         int
+	version       int
+	unschedulable bool
+	procs         []*simProc // every process ever created, in creation order
+	owner         [TotalSlots]string
+	seq           int
+	failovers     map[int]int
+	takeovers     int
+	forced        int
+	// unreported: processes whose end the kubelet does not report (a
+	// Kubernetes node gone silent, say): the planner sees their pods gone
+	// but not their process exited.
+	unreported      map[string]bool
 	pendingFailover map[string]int
 	trace           []string
 	// silent are the nodes the operator cannot reach this tick although
@@ -70,7 +75,7 @@ type sim struct {
 
 func newSim(t testing.TB, shards, replicas int) *sim {
 	return &sim{t: t, shards: shards, replicas: replicas, creating: true, batch: 64,
-		failovers: map[int]int{}, pendingFailover: map[string]int{}, silent: map[string]bool{}, hidden: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 2))}
+		failovers: map[int]int{}, pendingFailover: map[string]int{}, unreported: map[string]bool{}, silent: map[string]bool{}, hidden: map[string]bool{}, rng: rand.New(rand.NewPCG(1, 2))}
 }
 
 func (s *sim) byName(name string) *simProc {
@@ -192,7 +197,7 @@ func (s *sim) input() Input {
 	for _, p := range s.members() {
 		m := Member{Name: p.name, ShardIndex: p.shard, Lifecycle: p.lifecycle, JoinType: p.join,
 			Outdated: p.version != s.version, NodeID: p.id, PodCreated: true,
-			Pod: Pod{Phase: p.phase, IP: p.ip, Unschedulable: p.unsched}}
+			Pod: Pod{Phase: p.phase, IP: p.ip, Unschedulable: p.unsched, Exited: p.phase == PodGone && !p.alive && !s.unreported[p.name]}}
 		if p.healthy() && p.phase == PodRunning && !s.silent[p.name] {
 			m.View = s.view(p, owned, quorum)
 		}

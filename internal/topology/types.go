@@ -160,6 +160,13 @@ const (
 type Pod struct {
 	Phase PodPhase
 	IP    string
+	// Exited: the kubelet reports that the node's Valkey process ended and
+	// that this pod will not run it again (its container terminated under
+	// restartPolicy Never, or the pod Failed or Succeeded). It is the one
+	// proof of death that allows promoting over a primary before Valkey's
+	// own failure detection: a missing pod, a deletion or a missed ping
+	// leave open that the process still runs somewhere.
+	Exited bool
 	// Unschedulable carries the scheduler's reason when a pending pod cannot
 	// be placed.
 	Unschedulable string

@@ -3,6 +3,7 @@ package valkey
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"strconv"
@@ -83,7 +84,12 @@ func TestSyncSnapshotFromServer(t *testing.T) {
 			if err := roundTrip(conn, r, "SET", "snapshot-key", "snapshot-value"); err != nil {
 				t.Fatal(err)
 			}
-			snap, err := SyncSnapshot(testCtx(t), Target{Address: s.Addr(), Username: moverUser, Password: moverPassword})
+			// Not testCtx: its deadline closes the connection, and on a
+			// loaded machine that can come before the kill it is meant to
+			// show.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			snap, err := SyncSnapshot(ctx, Target{Address: s.Addr(), Username: moverUser, Password: moverPassword})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +137,12 @@ func TestSyncSnapshotNodeLostMidStream(t *testing.T) {
 			if err := roundTrip(conn, r, "DEBUG", "POPULATE", "1000000", "lost", "64"); err != nil {
 				t.Fatal(err)
 			}
-			snap, err := SyncSnapshot(testCtx(t), Target{Address: s.Addr(), Username: moverUser, Password: moverPassword})
+			// Not testCtx: its deadline closes the connection, and on a
+			// loaded machine that can come before the kill it is meant to
+			// show.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			snap, err := SyncSnapshot(ctx, Target{Address: s.Addr(), Username: moverUser, Password: moverPassword})
 			if err != nil {
 				t.Fatal(err)
 			}

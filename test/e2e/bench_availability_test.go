@@ -28,7 +28,7 @@ const (
 )
 
 // availabilityScenarios orders the report.
-var availabilityScenarios = []string{"leaf rotation", "CA rotation", "scale-out", "scale-in", "rolling upgrade", "primary kill",
+var availabilityScenarios = []string{"leaf rotation", "CA rotation", "scale-out", "scale-in", "rolling upgrade", "primary kill", "primary kill, plain valkey-server",
 	"primary pod deleted, 8.0.1", "primary pod evicted, 8.0.1", "primary's node drained, 8.0.1",
 	"primary pod deleted, 9.1.2", "primary pod evicted, 9.1.2", "primary's node drained, 9.1.2"}
 

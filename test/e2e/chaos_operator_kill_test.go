@@ -139,6 +139,11 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 				}
 			},
 			event: string(topology.KindFailover), note: topology.ReasonRollFailover, toShards: 1, toReplicas: 1,
+			// A failover whose Event died with the process shows in the
+			// nodes themselves: a node the roll created serves the slots.
+			started: func(t testing.TB, s *killedStep) bool {
+				return countEvents(t, s.key, s.event, s.note) > s.seen || newNodeServes(s)
+			},
 			done: func(t testing.TB, s *killedStep) {
 				eventually(t, 3*time.Minute, "every node of "+s.what+" replaced", func() error {
 					for _, n := range getCluster(t, s.key).Status.Nodes {
@@ -152,7 +157,14 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 			}},
 		{what: "a credentials rotation", ns: "opkill-cred", version: "8.0.1", shards: 1, replicas: 1,
 			begin: func(t testing.TB, s *killedStep) { requestRotation(t, s.key, "opkill") },
-			event: valkeyv1.ReasonCredentialsSwitched, toShards: 1, toReplicas: 1,
+			// The switch is written to the auth Secret before its Event is
+			// sent, and a process killed in between never sends it: the
+			// Secret's current password is the proof the switch was made.
+			started: func(t testing.TB, s *killedStep) bool {
+				p, _ := authPasswords(t, s.key)
+				return p.Operator != s.password.Operator
+			},
+			toShards: 1, toReplicas: 1,
 			done: func(t testing.TB, s *killedStep) { waitRotated(t, s.key, "opkill", s.password) }},
 		{what: "a TLS rotation", ns: "opkill-tls", version: "8.0.1", shards: 1, replicas: 1, ca: testcerts.NewCA("opkill-ca"),
 			begin: func(t testing.TB, s *killedStep) {
@@ -299,6 +311,33 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 			countEvents(t, s.key, string(topology.KindClearSlotStates), ""), topology.KindClearSlotStates)
 	}
 	t.Logf("every step converged %s after the changes", time.Since(start).Round(time.Second))
+}
+
+// newNodeServes: a node that was not among the step's nodes before it
+// began holds slots, by its own CLUSTER NODES.
+func newNodeServes(s *killedStep) bool {
+	var vc valkeyv1.ValkeyCluster
+	if err := k8sClient.Get(context.Background(), s.key, &vc); err != nil {
+		return false
+	}
+	for _, name := range vc.Status.Nodes {
+		if slices.Contains(s.nodes, name) {
+			continue
+		}
+		n, err := dialPod(s.ns, name)
+		if err != nil {
+			continue
+		}
+		nodes, err := n.ClusterNodes(context.Background())
+		n.Close()
+		if err != nil {
+			continue
+		}
+		if me, ok := nodes.Myself(); ok && len(me.Slots) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // beginRestore backs the step's cluster up and creates a 3-shard cluster

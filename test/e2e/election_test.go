@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
@@ -16,6 +19,9 @@ import (
 // stay unserved, and with full coverage required the whole cluster would
 // answer CLUSTERDOWN. Once the replica's own link has been down past the
 // election deadline, the operator promotes it: it holds the data.
+// The primary's Kubernetes node stops reporting before its process is
+// killed: a death the kubelet reports is promoted over at once (FAILOVER
+// FORCE, TestFastFailoverOnProcessExit) and leaves no election to wait for.
 func TestElectionThatNeverHappensIsNotWaitedFor(t *testing.T) {
 	t.Parallel()
 	key := newPlainCluster(t, "election", "cache", 3, 1)
@@ -35,6 +41,16 @@ func TestElectionThatNeverHappensIsNotWaitedFor(t *testing.T) {
 		t.Fatalf("keeping %s out of elections: %v", heir, err)
 	}
 
+	var pod corev1.Pod
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: lost}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	silent := pod.Spec.NodeName
+	if err := local.Runtime.PauseNodeHeartbeat(silent, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = local.Runtime.PauseNodeHeartbeat(silent, false) })
+
 	load := startLoad(c, "load")
 	start := time.Now()
 	fail(t, key.Namespace, lost, processKilled)
@@ -44,6 +60,13 @@ func TestElectionThatNeverHappensIsNotWaitedFor(t *testing.T) {
 		}
 		return nil
 	})
+	if n := countEvents(t, key, "Failover", topology.ReasonProcessExited); n > 0 {
+		t.Fatalf("%d forced failovers over a primary whose end the kubelet never reported", n)
+	}
+	// The kubelet reports again: the dead pod is seen ended and replaced.
+	if err := local.Runtime.PauseNodeHeartbeat(silent, false); err != nil {
+		t.Fatal(err)
+	}
 	vc = waitReplaced(t, key, lost, 3, 1)
 	if got := vc.Status.ShardStatuses[0].Primary; got != heir {
 		t.Fatalf("shard 0's primary is %s, want the replica configured out of elections, %s", got, heir)

@@ -128,7 +128,8 @@ func removeLabelFromPrimary(t *testing.T, key client.ObjectKey, c valkey.Client,
 }
 
 // A reference that stops resolving (a binding naming a ValkeyRole not yet
-// created, the cluster's ValkeyConfig deleted) holds every change the spec
+// created, the cluster's ValkeyConfig deleted with its finalizer stripped)
+// holds every change the spec
 // asks for, not the healing of what the cluster already runs: a lost
 // replica is still reported and replaced while the status keeps naming the
 // broken reference. Once the reference
@@ -178,8 +179,15 @@ func TestBrokenReferenceKeepsHealing(t *testing.T) {
 		if err := k8sClient.Delete(ctx, &old); err != nil {
 			t.Fatalf("deleting ValkeyConfig %s: %v", cfg, err)
 		}
-		// Nothing may hold the deletion: a finalizer that kept the config
-		// would make this a test of nothing.
+		// A config in use is held by its finalizer; an administrator who
+		// strips it anyway leaves the cluster with a reference to nothing.
+		var held valkeyv1.ValkeyConfig
+		waitDeletionBlocked(t, &held, cfg, fmt.Sprintf("ValkeyConfig %s is in use by ValkeyClusters %s/%s;", cfg, ns, key.Name))
+		patch := client.MergeFrom(held.DeepCopy())
+		held.Finalizers = nil
+		if err := k8sClient.Patch(ctx, &held, patch); err != nil {
+			t.Fatalf("stripping the finalizers of ValkeyConfig %s: %v", cfg, err)
+		}
 		eventually(t, 30*time.Second, "ValkeyConfig "+cfg+" gone", func() error {
 			var got valkeyv1.ValkeyConfig
 			if err := k8sClient.Get(ctx, client.ObjectKey{Name: cfg}, &got); !apierrors.IsNotFound(err) {

@@ -1,0 +1,79 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/resolve"
+	"github.com/gomomento/valkey-operator/internal/topology"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// reasonVersionHold is the planner-style reason of the wait that replaces
+// node creations while a node runs another version than its image says.
+const reasonVersionHold = "node creations held: a node runs another Valkey version than its image declares"
+
+// versionMismatch is the VersionMatches message when some node that
+// answers, of those created from the image res resolves to, runs another
+// Valkey version than the image declares; "" when none does. Nodes of
+// another image (the old side of a roll) are not judged: the version their
+// image declared is no longer known.
+func versionMismatch(nodes map[string]*valkeyv1.ValkeyNode, versions map[string]valkey.Version, res *resolve.Result) string {
+	if res == nil {
+		return ""
+	}
+	declared, err := valkey.ParseVersion(res.Version)
+	var off []string
+	for _, name := range slices.Sorted(maps.Keys(versions)) {
+		n, ok := nodes[name]
+		if !ok || n.Spec.Image != res.Image {
+			continue
+		}
+		if v := versions[name]; err != nil || v.Compare(declared) != 0 {
+			off = append(off, fmt.Sprintf("node %s runs %s", name, v))
+		}
+	}
+	if len(off) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("ValkeyImage %s (%s) declares Valkey %s, but %s; no node is created until they agree",
+		res.ImageName, res.Image, res.Version, strings.Join(off, ", "))
+}
+
+// holdForVersion holds, while mismatch says a node runs the wrong
+// version, every node creation (each would run it too) and every step of
+// a roll (the nodes it would retire run what their image says). Repairs
+// other than a creation go on.
+func holdForVersion(wave topology.Wave, mismatch string) topology.Wave {
+	if mismatch == "" {
+		return wave
+	}
+	held, _ := withoutActions(wave, func(a topology.Action) bool {
+		return a.Kind == topology.KindCreateNode || a.Tier == topology.TierUpdate
+	}, topology.CauseNone, reasonVersionHold, mismatch)
+	return held
+}
+
+// reportVersions sets VersionMatches, with a Warning Event whenever the
+// mismatch message changes. Without a resolved image there is nothing to
+// compare against, and the condition keeps what it said.
+func (r *ClusterReconciler) reportVersions(vc *valkeyv1.ValkeyCluster, res *resolve.Result, mismatch string) {
+	if res == nil {
+		return
+	}
+	if mismatch == "" {
+		setCondition(vc, valkeyv1.CondVersionMatches, metav1.ConditionTrue, valkeyv1.ReasonVersionsMatch,
+			"every node that answers runs the Valkey version its image declares")
+		return
+	}
+	if !isConditionMessage(vc, valkeyv1.CondVersionMatches, mismatch) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonVersionMismatch, "CheckVersion", "%s", mismatch)
+	}
+	setCondition(vc, valkeyv1.CondVersionMatches, metav1.ConditionFalse, valkeyv1.ReasonVersionMismatch, mismatch)
+}
