@@ -54,6 +54,11 @@ const (
 	// place (a shrink, a StorageClass that does not allow expansion). A
 	// size alone never rolls the cluster.
 	CondVolumeSize = "VolumeSize"
+	// CondConfigDrift is True while a node runs a live valkey setting
+	// (one CONFIG SET changes) other than the rendered value, False when
+	// every node was read and runs them all, Unknown while a node could
+	// not be read.
+	CondConfigDrift = "ConfigDrift"
 )
 
 // Reasons of the VolumeSize condition.
@@ -69,6 +74,31 @@ const (
 	// ReasonVolumeExpansionNotAllowed: the claims' StorageClass does not
 	// allow expansion (or is gone); the claims keep their size.
 	ReasonVolumeExpansionNotAllowed = "VolumeExpansionNotAllowed"
+)
+
+// Reasons of the ConfigDrift condition, of Progressing while live settings
+// are applied, and of the Events of both.
+const (
+	// ReasonSettingsInSync: every running node runs the rendered live settings.
+	ReasonSettingsInSync = "SettingsInSync"
+	// ReasonSettingsDrifted: a node runs a live setting someone changed by
+	// hand (CONFIG SET); the operator sets it back unless the cluster's
+	// config-drift annotation says report.
+	ReasonSettingsDrifted = "SettingsDrifted"
+	// ReasonSettingsUnread: a running node could not be asked for its
+	// settings; nothing is claimed about it.
+	ReasonSettingsUnread = "SettingsUnread"
+	// ReasonApplyingSettings: an edit of live settings is being applied
+	// to the nodes in place; a node that did not take it yet is retried.
+	ReasonApplyingSettings = "ApplyingSettings"
+	// ReasonSettingsAppliedLive is the Event of nodes that took an edit of
+	// live settings without a restart.
+	ReasonSettingsAppliedLive = "SettingsAppliedLive"
+	// ReasonDriftReverted is the Event of a drifted setting set back.
+	ReasonDriftReverted = "DriftReverted"
+	// ReasonSettingsRefused is the Warning Event of a node whose server
+	// refused an edit of live settings: the node is replaced with them.
+	ReasonSettingsRefused = "SettingsRefused"
 )
 
 // Reasons of the MemoryHeadroom condition.

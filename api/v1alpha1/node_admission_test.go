@@ -62,8 +62,9 @@ func TestValkeyNodeDefaults(t *testing.T) {
 	}
 }
 
-// Every spec field but lifecycle is immutable.
-func TestValkeyNodeSpecImmutableExceptLifecycle(t *testing.T) {
+// Every spec field but lifecycle is immutable, except that valkeySettings
+// may gain keys and change values (never lose a key).
+func TestValkeyNodeSpecImmutableExceptLifecycleAndSettings(t *testing.T) {
 	m := nodeManifest("immutable", nodeSpec+"  cpu: 500m\n  valkeySettings: {maxmemory: 800mb}\n  lifecycle: Joining\n")
 	if err := create(t, m); err != nil {
 		t.Fatalf("create: %v", err)
@@ -80,7 +81,13 @@ func TestValkeyNodeSpecImmutableExceptLifecycle(t *testing.T) {
 		{name: "cpu changed", mutate: func(s map[string]any) { s["cpu"] = "1" }, want: []string{"spec.cpu is immutable"}},
 		{name: "cpu removed", mutate: func(s map[string]any) { delete(s, "cpu") }, want: []string{"spec.cpu is immutable"}},
 		{name: "memory added", mutate: func(s map[string]any) { s["memory"] = "1Gi" }, want: []string{"spec.memory is immutable"}},
-		{name: "valkeySettings", mutate: func(s map[string]any) { s["valkeySettings"] = map[string]any{"maxmemory": "1gb"} }, want: []string{"spec.valkeySettings is immutable"}},
+		// The operator records an edit of live settings on the node.
+		{name: "valkeySettings value changed", mutate: func(s map[string]any) { s["valkeySettings"] = map[string]any{"maxmemory": "1gb"} }},
+		{name: "valkeySettings key added", mutate: func(s map[string]any) {
+			s["valkeySettings"] = map[string]any{"maxmemory": "800mb", "maxmemory-policy": "allkeys-lru"}
+		}},
+		{name: "valkeySettings key removed", mutate: func(s map[string]any) { s["valkeySettings"] = map[string]any{} },
+			want: []string{"spec.valkeySettings keys cannot be removed"}},
 		{name: "tlsSecret added", mutate: func(s map[string]any) { s["tlsSecret"] = "x" }, want: []string{"spec.tlsSecret is immutable"}},
 		{name: "placement added", mutate: func(s map[string]any) { s["placement"] = map[string]any{"zones": []any{"zone-a"}} }, want: []string{"spec.placement is immutable"}},
 		{name: "exporterImage added", mutate: func(s map[string]any) { s["exporterImage"] = "oliver006/redis_exporter:v1.45.0" }, want: []string{"spec.exporterImage is immutable"}},

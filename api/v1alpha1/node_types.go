@@ -23,7 +23,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.shardIndex == oldSelf.shardIndex",message="spec.shardIndex is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.cpu) == has(oldSelf.cpu) && (!has(self.cpu) || self.cpu == oldSelf.cpu)",message="spec.cpu is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.memory) == has(oldSelf.memory) && (!has(self.memory) || self.memory == oldSelf.memory)",message="spec.memory is immutable"
-// +kubebuilder:validation:XValidation:rule="has(self.valkeySettings) == has(oldSelf.valkeySettings) && (!has(self.valkeySettings) || self.valkeySettings == oldSelf.valkeySettings)",message="spec.valkeySettings is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.valkeySettings) == has(oldSelf.valkeySettings) && (!has(self.valkeySettings) || oldSelf.valkeySettings.all(k, k in self.valkeySettings))",message="spec.valkeySettings keys cannot be removed"
 // +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="spec.tlsSecret is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.placement) == has(oldSelf.placement) && (!has(self.placement) || self.placement == oldSelf.placement)",message="spec.placement is immutable"
 // +kubebuilder:validation:XValidation:rule="has(self.exporterImage) == has(oldSelf.exporterImage) && (!has(self.exporterImage) || self.exporterImage == oldSelf.exporterImage)",message="spec.exporterImage is immutable"
@@ -46,6 +46,8 @@ type ValkeyNodeSpec struct {
 	Memory string `json:"memory,omitempty"`
 
 	// ValkeySettings is the merged valkey map with the forced settings applied.
+	// An edit of live settings alone is recorded here in place (values
+	// change, keys are added, never removed); any other edit replaces the node.
 	// +optional
 	// +kubebuilder:default={}
 	ValkeySettings map[string]string `json:"valkeySettings,omitempty"`

@@ -39,6 +39,29 @@ const (
 	// for a grace period after it, even across an operator restart.
 	AnnotationLeavingSince = "valkey.gomomento.com/leaving-since"
 
+	// AnnotationLiveSettingsPending lists, on a ValkeyNode, the live
+	// settings recorded in its spec that the node has not yet confirmed
+	// taking (comma-separated): until it does, a difference on them is an
+	// edit being applied, not drift, and the cluster is not converged.
+	AnnotationLiveSettingsPending = "valkey.gomomento.com/live-settings-pending"
+	// AnnotationLiveSettingsRefused records, on a ValkeyNode, the digest of
+	// settings whose live values its server refused (CONFIG SET): they were
+	// not recorded, and the node is replaced with them instead, as for any
+	// edit a node cannot take in place.
+	AnnotationLiveSettingsRefused = "valkey.gomomento.com/live-settings-refused"
+	// AnnotationConfDigest records, on a ValkeyNode, the digest of the
+	// valkey.conf its ConfigMap was last written with: a live settings
+	// edit recorded on the node changes the rendering, and the ConfigMap
+	// is written again for the server's next start.
+	AnnotationConfDigest = "valkey.gomomento.com/conf-digest"
+	// AnnotationConfigDrift on a ValkeyCluster says what the operator does
+	// when a node runs a live setting other than the rendered one:
+	// ConfigDriftRevert (the default, also for any other value) sets it
+	// back, ConfigDriftReport only reports it.
+	AnnotationConfigDrift = "valkey.gomomento.com/config-drift"
+	ConfigDriftRevert     = "revert"
+	ConfigDriftReport     = "report"
+
 	// AnnotationPaused set to "true" on a ValkeyCluster holds every action
 	// of its planner (status, TLS and ACL reloads keep running).
 	AnnotationPaused = "valkey.gomomento.com/paused"

@@ -119,8 +119,10 @@ type clusterScope struct {
 	conn    *connector
 	desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)
 
-	// From the derived objects: a credentials rotation is under way.
+	// From the derived objects: a credentials rotation is under way; what
+	// the live settings pass left.
 	rotating bool
+	live     liveOutcome
 
 	// From plan: what the planner was given and decided, and the nodes
 	// whose containers keep failing, with why creations are held.

@@ -72,6 +72,9 @@ func (r *ClusterReconciler) ensureDerivedObjects(ctx context.Context, s *cluster
 	if err := r.sizeVolumes(ctx, s); err != nil {
 		return phaseResult{}, err
 	}
+	if err := r.applyLiveSettings(ctx, s); err != nil {
+		return phaseResult{}, err
+	}
 	if err := r.restorePodLabels(ctx, vc, o); err != nil {
 		return phaseResult{}, err
 	}

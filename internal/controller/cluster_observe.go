@@ -34,6 +34,10 @@ type observed struct {
 	// relabelled are the nodes whose pod exists but had lost the labels
 	// the operator's cache selects on (see readMissingPods).
 	relabelled []string
+	// settings holds, per reachable node, the live settings it runs
+	// (CONFIG GET); settingsUnread, why a running node's could not be read.
+	settings       map[string]map[string]string
+	settingsUnread map[string]error
 }
 
 // names are the view's nodes, sorted.
@@ -141,6 +145,9 @@ func (r *ClusterReconciler) listMembers(ctx context.Context, vc *valkeyv1.Valkey
 		pods:        map[string]*corev1.Pod{},
 		versions:    map[string]valkey.Version{},
 		unreachable: map[string]error{},
+
+		settings:       map[string]map[string]string{},
+		settingsUnread: map[string]error{},
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
@@ -228,6 +235,8 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 			return err
 		}
 		outdated, _ := render.Outdated(n.Spec, want)
+		// A live edit the node's server refused is rolled out instead.
+		outdated = outdated || refusedSettings(n, want.ValkeySettings)
 		m := topology.Member{
 			Name:       name,
 			ShardIndex: int(n.Spec.ShardIndex),
@@ -246,31 +255,61 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 		if m.Pod.Phase != topology.PodRunning {
 			continue
 		}
+		liveKeys := union(render.LiveKeys(n.Spec.ValkeySettings), render.LiveKeys(want.ValkeySettings))
 		wg.Add(1)
 		go func(i int, name, ip string) {
 			defer wg.Done()
-			view, version, err := observeNode(ctx, conn, name, ip)
+			view, version, settings, err := observeNode(ctx, conn, name, ip, liveKeys)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				o.unreachable[name] = err
+				o.settingsUnread[name] = err
 				return
 			}
 			o.members[i].View = view
 			o.versions[name] = version
+			if settings.err != nil {
+				o.settingsUnread[name] = settings.err
+			} else {
+				o.settings[name] = settings.values
+			}
 		}(i, name, m.Pod.IP)
 	}
 	wg.Wait()
 	return nil
 }
 
-// observeNode asks one node about itself and the cluster.
-func observeNode(ctx context.Context, conn *connector, name, ip string) (*topology.View, valkey.Version, error) {
+// runningSettings is what CONFIG GET answered for the live settings.
+type runningSettings struct {
+	values map[string]string
+	err    error
+}
+
+// observeNode asks one node about itself and the cluster, and, with the
+// same connection, for the live settings named by liveKeys: one CONFIG GET
+// per node and pass is what finds drift. A node whose settings cannot be
+// read (an ACL file without config|get, from an older operator) is still
+// observed.
+func observeNode(ctx context.Context, conn *connector, name, ip string, liveKeys []string) (*topology.View, valkey.Version, runningSettings, error) {
 	n, err := conn.dial(ctx, name, ip)
 	if err != nil {
-		return nil, valkey.Version{}, err
+		return nil, valkey.Version{}, runningSettings{}, err
 	}
 	defer n.Close()
+	view, version, err := observeView(ctx, n, name)
+	if err != nil || len(liveKeys) == 0 {
+		return view, version, runningSettings{values: map[string]string{}}, err
+	}
+	values, err := n.ConfigGet(ctx, liveKeys...)
+	if err != nil {
+		err = fmt.Errorf("reading the live settings of %s: %w", name, err)
+	}
+	return view, version, runningSettings{values: values, err: err}, nil
+}
+
+// observeView is one node's own view and the cluster's as it sees it.
+func observeView(ctx context.Context, n *valkey.Node, name string) (*topology.View, valkey.Version, error) {
 	ni, err := n.InfoNode(ctx)
 	if err != nil {
 		return nil, valkey.Version{}, fmt.Errorf("INFO on %s: %w", name, err)

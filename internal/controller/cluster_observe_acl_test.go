@@ -45,12 +45,16 @@ func TestObserveValkey9NodeWithEitherACL(t *testing.T) {
 					return d.DialContext(ctx, network, addr)
 				},
 			}
-			view, version, err := observeNode(context.Background(), conn, "c-0", "127.0.0.1")
+			view, version, settings, err := observeNode(context.Background(), conn, "c-0", "127.0.0.1", []string{"maxmemory", "maxmemory-policy"})
 			if err != nil {
 				t.Fatalf("observing a Valkey 9 node with the ACL file for lowest version %s: %v", lowest, err)
 			}
 			if version.Major != 9 || view == nil || view.ID == "" || view.AtomicMigrationInFlight {
 				t.Fatalf("observed version %s, view %+v", version, view)
+			}
+			// The drift check reads the live settings as the operator.
+			if settings.err != nil || settings.values["maxmemory-policy"] != "noeviction" || settings.values["maxmemory"] != "0" {
+				t.Fatalf("live settings read = %v, %v", settings.values, settings.err)
 			}
 		})
 	}

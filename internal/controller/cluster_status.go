@@ -195,6 +195,10 @@ func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseR
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
 	}
 	applyPlan(vc, lead, decideState(s.creating, lead, s.o))
+	if lead.Done() && len(s.live.applying) > 0 {
+		setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonApplyingSettings,
+			truncate("applying live settings without a restart; not yet taken by "+strings.Join(s.live.applying, "; "), 2000))
+	}
 	applyRestoreGate(vc, lead)
 	if s.aclHeld && lead.Done() {
 		markSpecHeld(vc)

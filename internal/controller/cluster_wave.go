@@ -51,7 +51,7 @@ func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlr
 		r.noteUnreachable(vc, s.o)
 		// A cluster waiting for its restore looks again soon: the restore
 		// controller's status writes do not wake this one.
-		if wave.Done() && !s.rotating && !restorePending(vc) {
+		if wave.Done() && !s.rotating && !restorePending(vc) && !s.live.busy() {
 			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 		}
 		if lead := wave.Lead(); lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {

@@ -32,6 +32,10 @@ var (
 		Name: "valkey_cluster_condition",
 		Help: "1 when a cluster's condition is True, 0 when it is False or Unknown.",
 	}, []string{"namespace", "cluster", "condition"})
+	configDriftSettings = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "valkey_cluster_config_drift_settings",
+		Help: "Live valkey settings, summed over the nodes, that a node runs otherwise than rendered, as the operator last read them.",
+	}, []string{"namespace", "cluster"})
 	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "valkey_operator_actions_total",
 		Help: "Topology actions performed, by kind and result.",
@@ -82,7 +86,7 @@ var (
 )
 
 func init() {
-	register(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, actionsTotal,
+	register(clusterState, clusterCondition, clusterSlotsAssigned, clusterNodes, configDriftSettings, actionsTotal,
 		tlsCertNotAfter, tlsReloads,
 		aclLoads,
 		nodeMemoryPercent, nodeCPUPercent, nodeBandwidthMbps, nodeUsedMemoryBytes, autoscalingDesiredShards, autoscalingDecisions)
@@ -154,5 +158,6 @@ func forgetClusterMetrics(namespace, name string) {
 	clusterCondition.DeletePartialMatch(labels)
 	clusterSlotsAssigned.DeletePartialMatch(labels)
 	clusterNodes.DeletePartialMatch(labels)
+	configDriftSettings.DeletePartialMatch(labels)
 	actionsTotal.DeletePartialMatch(labels)
 }

@@ -21,8 +21,9 @@ import (
 
 // nodeReconciler is a create-only executor: for a Joining ValkeyNode it
 // creates the node's ConfigMap, its claim when it is persistent, and, once,
-// its Pod. It never updates a pod; the one thing it updates is the claim's
-// request, raised to the size recorded on the node. A persistent node gets its pod again
+// its Pod. It never updates a pod; what it updates is the claim's request,
+// raised to the size recorded on the node, and the ConfigMap's valkey.conf,
+// rendered again from live settings recorded on the node. A persistent node gets its pod again
 // whenever the pod is gone: its data and identity are on its claim.
 type nodeReconciler struct {
 	client.Client
@@ -48,6 +49,11 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	podCreated := meta.IsStatusConditionTrue(node.Status.Conditions, valkeyv1.CondPodCreated)
+	if podCreated {
+		if err := r.refreshConfig(ctx, &node); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if podCreated && comesBack(&node) {
 		return ctrl.Result{}, r.bringBack(ctx, &node)
 	}

@@ -45,12 +45,13 @@ package controller
 // from the label-filtered cache is read by name (get) before anything
 // treats it as gone. A restore's scratch servers (loaders) are pods too,
 // created, read by name and deleted one by one, with their Secret. A node's
-// ConfigMap is written once and never read back:
+// ConfigMap is never read back: created, and its valkey.conf patched when
+// live settings recorded on the node change it:
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 //
 // The readiness gate valkey.gomomento.com/synced is a pod status condition:
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;patch;delete
 //
 // A persistent node's claim is created with its first pod and collected
 // with it (owner reference); its request is raised when persistence.size

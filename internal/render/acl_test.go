@@ -41,7 +41,7 @@ var (
 
 // systemLines are the documented system users (Valkey 9).
 func systemLines() string {
-	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set ~* +migrate +restore-asking +select +restore +cluster|migrateslots +cluster|getslotmigrations +cluster|cancelslotmigrations\n" +
+	return "user _momento_operator on #" + passwordHash(testPasswords.Operator) + " resetchannels +cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set +config|get ~* +migrate +restore-asking +select +restore +cluster|migrateslots +cluster|getslotmigrations +cluster|cancelslotmigrations\n" +
 		"user _momento_repl on #" + passwordHash(testPasswords.Replication) + " resetchannels ~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping +sync\n"
 }
 
@@ -227,7 +227,7 @@ func TestSystemUserHashes(t *testing.T) {
 
 func TestSystemGrantsFollowTheOldestNode(t *testing.T) {
 	const (
-		opBase     = "+cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set ~* +migrate +restore-asking +select +restore"
+		opBase     = "+cluster|nodes +cluster|info +cluster|meet +cluster|forget +cluster|addslotsrange +cluster|replicate +cluster|failover +cluster|setslot +cluster|getkeysinslot +info +ping +acl|load +acl|list +config|set +config|get ~* +migrate +restore-asking +select +restore"
 		opAtomic   = opBase + " +cluster|migrateslots +cluster|getslotmigrations +cluster|cancelslotmigrations"
 		replAtomic = "~* +@write -@dangerous -function +restore +sort +select +cluster|syncslots +psync +replconf +ping +sync"
 	)

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,4 +44,12 @@ func (c Cluster) nodeSettings(node *v1alpha1.ValkeyNode) (map[string]string, err
 		override(settings, keyAnnounceHostname, PodFQDN(node.Name, node.Spec.ClusterName, node.Namespace, c.ClusterDomain))
 	}
 	return settings, nil
+}
+
+// ConfDigest identifies the valkey.conf a node ConfigMap carries, so the
+// node's controller can tell, without reading the ConfigMap back, whether
+// the one it last wrote is still the one the node's settings render.
+func ConfDigest(cm *corev1.ConfigMap) string {
+	sum := sha256.Sum256([]byte(cm.Data[keyValkeyConf]))
+	return hex.EncodeToString(sum[:8])
 }

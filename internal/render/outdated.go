@@ -10,7 +10,8 @@ import (
 
 // Outdated says whether an existing node must be replaced to match desired,
 // and why, for the status message and the log. Only what a running node
-// cannot take in place counts: image, cpu, memory, valkey settings, zones
+// cannot take in place counts: image, cpu, memory, valkey settings other
+// than the live ones (see SettingsChange), zones
 // (as a set), nodeSelector, the volume's class and write mode, and whether
 // the pod runs the metrics exporter. The volume's size is not among them:
 // a claim grows in place (VolumeSizing), and a smaller size is refused, not
@@ -28,7 +29,7 @@ func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 	case existing.Memory != desired.Memory:
 		return true, fmt.Sprintf("memory changed from %q to %q", existing.Memory, desired.Memory)
 	}
-	if key, ok := firstDifference(existing.ValkeySettings, desired.ValkeySettings); ok {
+	if _, key := SettingsChange(existing.ValkeySettings, desired.ValkeySettings); key != "" {
 		return true, fmt.Sprintf("valkey setting %q changed", key)
 	}
 	ep, dp := orEmpty(existing.Placement), orEmpty(desired.Placement)

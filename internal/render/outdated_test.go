@@ -36,10 +36,16 @@ func TestOutdated(t *testing.T) {
 		{name: "cpu", change: func(s *v1alpha1.ValkeyNodeSpec) { s.CPU = "2" }, want: `cpu changed from "1" to "2"`},
 		{name: "cpu removed", change: func(s *v1alpha1.ValkeyNodeSpec) { s.CPU = "" }, want: `cpu changed from "1" to ""`},
 		{name: "memory", change: func(s *v1alpha1.ValkeyNodeSpec) { s.Memory = "2Gi" }, want: `memory changed from "1Gi" to "2Gi"`},
-		{name: "setting value", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ValkeySettings["maxmemory"] = "900mb" },
-			want: `valkey setting "maxmemory" changed`},
-		{name: "setting added", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ValkeySettings["loglevel"] = "warning" },
-			want: `valkey setting "loglevel" changed`},
+		{name: "live setting value is applied in place", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ValkeySettings["maxmemory"] = "900mb" }},
+		{name: "live setting added is applied in place", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ValkeySettings["loglevel"] = "warning" }},
+		{name: "restart setting value", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ValkeySettings["port"] = "6380" },
+			want: `valkey setting "port" changed`},
+		{name: "restart setting added", change: func(s *v1alpha1.ValkeyNodeSpec) { s.ValkeySettings["databases"] = "4" },
+			want: `valkey setting "databases" changed`},
+		{name: "restart setting next to a live one", change: func(s *v1alpha1.ValkeyNodeSpec) {
+			s.ValkeySettings["maxmemory"] = "900mb"
+			s.ValkeySettings["databases"] = "4"
+		}, want: `valkey setting "databases" changed`},
 		{name: "setting removed", change: func(s *v1alpha1.ValkeyNodeSpec) { delete(s.ValkeySettings, "maxmemory") },
 			want: `valkey setting "maxmemory" changed`},
 		{name: "zones reordered are the same set", change: func(s *v1alpha1.ValkeyNodeSpec) { s.Placement.Zones = []string{"b", "a", "a"} }},

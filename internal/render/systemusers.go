@@ -25,8 +25,11 @@ const (
 
 // operatorGrants are exactly the commands the operator's code sends, one
 // CLUSTER or ACL subcommand at a time, so that the operator's password
-// cannot reset a node (CLUSTER RESET, FLUSHSLOTS), read or write a value,
-// or read the configuration (CONFIG GET returns primaryauth). A test
+// cannot reset a node (CLUSTER RESET, FLUSHSLOTS) or read or write a
+// value. CONFIG GET reads back the live settings to find drift; it also
+// returns primaryauth, which gives a stolen operator password nothing it
+// lacks: CONFIG SET can change any setting and MIGRATE copies any key to
+// any host. A test
 // extracts the commands from the code and fails on a command missing here
 // and on a grant no code sends. PING is valkey-go's keep-alive. ACL LIST
 // confirms a node runs the rendered file rather than an older one its
@@ -37,7 +40,7 @@ const (
 var operatorGrants = []string{
 	"+cluster|nodes", "+cluster|info", "+cluster|meet", "+cluster|forget", "+cluster|addslotsrange",
 	"+cluster|replicate", "+cluster|failover", "+cluster|setslot", "+cluster|getkeysinslot",
-	"+info", "+ping", "+acl|load", "+acl|list", "+config|set",
+	"+info", "+ping", "+acl|load", "+acl|list", "+config|set", "+config|get",
 	"~*", "+migrate", "+restore-asking", "+select", "+restore",
 }
 

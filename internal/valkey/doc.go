@@ -9,7 +9,7 @@
 //
 // The operator's ACL user may run only the commands of the Node methods
 // the operator calls (internal/render checks its grants against them).
-// Other methods (ClusterMyID, ClusterShards, ConfigGet, ...) exist for
+// Other methods (ClusterMyID, ClusterShards, ...) exist for
 // callers with other users; with the operator user they fail with a
 // NOPERM error (see IsNoPermission).
 package valkey

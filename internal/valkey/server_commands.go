@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/valkey-io/valkey-go"
 )
@@ -154,11 +155,14 @@ func (n *Node) ConfigSet(ctx context.Context, kv ...string) error {
 	})
 }
 
-// ConfigGet returns the parameters matching pattern. The operator user
-// lacks config|get.
-func (n *Node) ConfigGet(ctx context.Context, pattern string) (map[string]string, error) {
+// ConfigGet returns the parameters matching any of patterns, in one
+// command.
+func (n *Node) ConfigGet(ctx context.Context, patterns ...string) (map[string]string, error) {
+	if len(patterns) == 0 {
+		return nil, fmt.Errorf("CONFIG GET on %s: no parameter", n.addr)
+	}
 	m, err := n.do(ctx, func(b valkey.Builder) valkey.Completed {
-		return b.ConfigGet().Parameter(pattern).Build()
+		return b.ConfigGet().Parameter(patterns...).Build()
 	}).AsStrMap()
-	return m, n.wrap("CONFIG GET "+pattern, err)
+	return m, n.wrap("CONFIG GET "+strings.Join(patterns, " "), err)
 }

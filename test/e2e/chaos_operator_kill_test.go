@@ -133,6 +133,7 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg.Spec.Valkey["maxmemory"] = "96mb"
+				cfg.Spec.Valkey[restartOnlyKey] = restartOnlyValue
 				if err := k8sClient.Update(ctx, &cfg); err != nil {
 					t.Fatal(err)
 				}

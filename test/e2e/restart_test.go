@@ -68,6 +68,7 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Spec.Valkey["maxmemory"] = "96mb"
+		cfg.Spec.Valkey[restartOnlyKey] = restartOnlyValue
 		if err := k8sClient.Update(t.Context(), &cfg); err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,8 @@ const (
 	// test surely sees it under way and kills the primary inside it rather
 	// than racing a copy that takes milliseconds.
 	rollCrashKeyDelay = "10000"
-	// rollCrashMaxMemory is the config edit that rolls the cluster, and
+	// rollCrashMaxMemory is the config edit that rolls the cluster (with
+	// restartOnlyKey, as maxmemory alone is applied in place), and
 	// rollCrashMaxMemoryBytes how a node that took it reports it.
 	rollCrashMaxMemory      = "96mb"
 	rollCrashMaxMemoryBytes = 96 << 20
@@ -72,6 +73,7 @@ func TestPrimaryCrashDuringRollKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Spec.Valkey["maxmemory"] = rollCrashMaxMemory
+	cfg.Spec.Valkey[restartOnlyKey] = restartOnlyValue
 	if err := k8sClient.Update(ctx, &cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// An image edit (Valkey 8.0.1 -> 9.1.2) and then a valkey map edit each
+// An image edit (Valkey 8.0.1 -> 9.1.2) and then a valkey map edit that
+// needs a restart each
 // replace every node, one shard at a time, with exactly one failover per
 // shard; shards keep their slots and every key, under client load.
 func TestRollingReplacement(t *testing.T) {
@@ -40,12 +41,13 @@ func TestRollingReplacement(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"valkey map maxmemory 64mb -> 96mb", "9.1.2", func() {
+		{"valkey map maxmemory 64mb -> 96mb with tcp-backlog, which needs a restart", "9.1.2", func() {
 			var cfg valkeyv1.ValkeyConfig
 			if err := k8sClient.Get(ctx, client.ObjectKey{Name: "standard-roll"}, &cfg); err != nil {
 				t.Fatal(err)
 			}
 			cfg.Spec.Valkey["maxmemory"] = "96mb"
+			cfg.Spec.Valkey[restartOnlyKey] = restartOnlyValue
 			if err := k8sClient.Update(ctx, &cfg); err != nil {
 				t.Fatal(err)
 			}

@@ -85,6 +85,7 @@ func TestTLSRollUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Spec.Valkey["maxmemory"] = "96mb"
+	cfg.Spec.Valkey[restartOnlyKey] = restartOnlyValue
 	if err := k8sClient.Update(context.Background(), &cfg); err != nil {
 		t.Fatal(err)
 	}
