@@ -64,6 +64,13 @@ type ValkeyConfigSpec struct {
 	// docs/durability.md.
 	// +optional
 	Persistence *Persistence `json:"persistence,omitempty"`
+
+	// Rollout paces the roll an edit of this config starts across the
+	// clusters that use it, directly or through baseRef. Unset, one
+	// cluster rolls at a time. It is never inherited: each config along a
+	// chain paces its own edits.
+	// +optional
+	Rollout *RolloutPolicy `json:"rollout,omitempty"`
 }
 
 // AppendFsync is when Valkey flushes its append-only file to disk.
@@ -125,8 +132,12 @@ type Resources struct {
 	Memory string `json:"memory,omitempty"`
 }
 
-// ValkeyConfigStatus is reserved; the config has no observed state.
-type ValkeyConfigStatus struct{}
+// ValkeyConfigStatus is the rollout of the config's edits.
+type ValkeyConfigStatus struct {
+	// Rollout lists the clusters rolling because of this config and any hold.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
 
 // ValkeyConfig is a cluster-scoped, inheritable set of node settings.
 // +kubebuilder:object:root=true

@@ -22,10 +22,19 @@ type ValkeyImageSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) >= 8",message="version must be at least 8.0.0"
 	Version string `json:"version"`
+
+	// Rollout paces the roll a change of this image starts across the
+	// clusters that run it. Unset, one cluster rolls at a time.
+	// +optional
+	Rollout *RolloutPolicy `json:"rollout,omitempty"`
 }
 
-// ValkeyImageStatus is reserved; the image has no observed state.
-type ValkeyImageStatus struct{}
+// ValkeyImageStatus is the rollout of the image's edits.
+type ValkeyImageStatus struct {
+	// Rollout lists the clusters rolling because of this image and any hold.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
 
 // ValkeyImage is a cluster-scoped allowlist entry for a Valkey container image.
 // +kubebuilder:object:root=true

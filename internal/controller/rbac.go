@@ -33,8 +33,12 @@ package controller
 // cluster's objects on the cluster, pods and ConfigMaps on their node):
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/finalizers;valkeynodes/finalizers,verbs=update
 //
-// The platform team's menu, read only:
+// The platform team's menu, read; a config's or image's rollout status
+// records the clusters rolling because of it, and the release annotation
+// is removed once served:
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages,verbs=patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs/status;valkeyimages/status,verbs=update
 //
 // A node's pod is created once, annotated (and relabelled, if someone
 // removed its labels) in place and deleted, never updated; a pod missing
