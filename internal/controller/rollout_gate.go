@@ -60,9 +60,14 @@ func (r *ClusterReconciler) rolloutGate(ctx context.Context, s *clusterScope) (s
 		if err != nil {
 			return "", err
 		}
+		// Only an object whose current generation the nodes do not all run
+		// yet gates the roll: an edit of the config alone waits for the
+		// config's slots, not the image's, and a roll the cluster's own
+		// spec started waits for none.
+		needs := owes && !slices.Contains(s.vc.Status.RolledOut, o.rolledOut())
 		for i := range users {
 			if users[i].Key == self {
-				users[i].Owes = owes
+				users[i].Owes = needs
 			}
 		}
 		in := rolloutInput{Self: self, Max: o.policy.MaxConcurrent(), Generation: o.obj.GetGeneration(),
@@ -140,9 +145,14 @@ func rolloutObjectsOf(ctx context.Context, m menu, res *resolve.Result) ([]rollo
 func rolledOutOf(objs []rolloutObject) []valkeyv1.RolledOut {
 	out := make([]valkeyv1.RolledOut, len(objs))
 	for i, o := range objs {
-		out[i] = valkeyv1.RolledOut{Kind: o.kind, Name: o.obj.GetName(), Generation: o.obj.GetGeneration()}
+		out[i] = o.rolledOut()
 	}
 	return out
+}
+
+// rolledOut is what a cluster running o's current generation records.
+func (o rolloutObject) rolledOut() valkeyv1.RolledOut {
+	return valkeyv1.RolledOut{Kind: o.kind, Name: o.obj.GetName(), Generation: o.obj.GetGeneration()}
 }
 
 // rolloutUsers is every cluster whose config chain uses o, as o's rollout
@@ -171,7 +181,7 @@ func rolloutUsers(ctx context.Context, m menu, o rolloutObject, clusters []valke
 			continue
 		}
 		c := rolloutCluster{Key: client.ObjectKeyFromObject(vc).String(), Canary: canary.Matches(labels.Set(vc.Labels)),
-			Owes: !slices.Contains(vc.Status.RolledOut, valkeyv1.RolledOut{Kind: o.kind, Name: o.obj.GetName(), Generation: o.obj.GetGeneration()})}
+			Owes: !slices.Contains(vc.Status.RolledOut, o.rolledOut())}
 		if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); p != nil && p.Reason == valkeyv1.ReasonActionFailed {
 			c.Failed = p.Message
 		} else if h := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondContainersHealthy); h != nil && h.Status == metav1.ConditionFalse {
