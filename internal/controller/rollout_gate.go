@@ -44,7 +44,8 @@ func (r *ClusterReconciler) rolloutGate(ctx context.Context, s *clusterScope) (s
 	}
 	self := client.ObjectKeyFromObject(s.vc).String()
 	owes := s.o.anyOutdated()
-	if !owes && formed(s.vc) {
+	if !owes {
+		// Also while Creating: new nodes get the current spec.
 		s.vc.Status.RolledOut = rolledOutOf(objs)
 	}
 	if !owes && !slices.ContainsFunc(objs, func(o rolloutObject) bool { return o.holds(self) || o.releaseAsked() }) {

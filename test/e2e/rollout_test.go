@@ -144,48 +144,39 @@ func TestRolloutLimit(t *testing.T) {
 	}
 }
 
-// A canary whose roll cannot complete (its new node's image cannot be
-// pulled) holds the other clusters of the rollout before they replace a
-// single node, each saying so; putting the image back releases the hold
-// and every cluster converges with its keys, the others with the very
-// nodes they had.
+// A canary whose roll cannot complete (its new node's valkey-server
+// refuses a setting and exits) holds the other clusters of the rollout
+// before they replace a single node, each saying so; putting the setting
+// back releases the hold and every cluster converges with its keys, the
+// others with the very nodes they had.
 func TestRolloutCanaryHold(t *testing.T) {
 	t.Parallel()
 	const ns = "rollout-canary"
 	createNamespace(t, ns)
-	config := createMenu(t, ns)
-	image := imageNameOf(config)
-	ctx := context.Background()
-	eventually(t, time.Minute, "giving the image a canary", func() error {
-		var img valkeyv1.ValkeyImage
-		if err := k8sClient.Get(ctx, client.ObjectKey{Name: image}, &img); err != nil {
-			return err
-		}
-		img.Spec.Rollout = &valkeyv1.RolloutPolicy{Canary: &metav1.LabelSelector{MatchLabels: map[string]string{"rollout": "canary"}}}
-		return k8sClient.Update(ctx, &img)
-	})
+	config := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
+		Valkey:  map[string]string{"maxmemory": "64mb"},
+		Rollout: &valkeyv1.RolloutPolicy{Canary: &metav1.LabelSelector{MatchLabels: map[string]string{"rollout": "canary"}}}})
 	f := newRolloutFleet(t, ns, config, []string{"a", "b", "c"}, map[string]map[string]string{"c": {"rollout": "canary"}})
-
-	setRepository := func(repo string) {
-		eventually(t, time.Minute, "setting the image repository to "+repo, func() error {
-			var img valkeyv1.ValkeyImage
-			if err := k8sClient.Get(ctx, client.ObjectKey{Name: image}, &img); err != nil {
+	ctx := context.Background()
+	editConfig := func(what string, edit func(map[string]string)) {
+		eventually(t, time.Minute, what, func() error {
+			var cfg valkeyv1.ValkeyConfig
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
 				return err
 			}
-			img.Spec.Repository = repo
-			return k8sClient.Update(ctx, &img)
+			edit(cfg.Spec.Valkey)
+			return k8sClient.Update(ctx, &cfg)
 		})
 	}
-	setRepository("example.invalid/not-valkey")
+	editConfig("setting a policy the server refuses", func(v map[string]string) { v["maxmemory-policy"] = "evict-nothing-ever" })
 	held := fmt.Sprintf("held: canary %s/c failed: ", ns)
-	untouched := func() error {
+	untouched := func() {
 		for _, key := range f.keys[:2] {
 			vc := getCluster(t, key)
 			if !slices.Equal(vc.Status.Nodes, f.nodes[key]) {
 				t.Fatalf("%s replaced nodes while its canary failed: %v, had %v", key, vc.Status.Nodes, f.nodes[key])
 			}
 		}
-		return nil
 	}
 	eventually(t, 5*time.Minute, "the others held by the failed canary", func() error {
 		untouched()
@@ -197,25 +188,25 @@ func TestRolloutCanaryHold(t *testing.T) {
 		}
 		return nil
 	})
-	var img valkeyv1.ValkeyImage
-	if err := k8sClient.Get(ctx, client.ObjectKey{Name: image}, &img); err != nil {
+	var cfg valkeyv1.ValkeyConfig
+	if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if r := img.Status.Rollout; r == nil || r.Hold == nil || !strings.Contains(r.Hold.Message, held) {
-		t.Fatalf("image status.rollout has no hold naming the canary: %+v", r)
+	if r := cfg.Status.Rollout; r == nil || r.Hold == nil || !strings.Contains(r.Hold.Message, held) {
+		t.Fatalf("config status.rollout has no hold naming the canary: %+v", r)
 	}
-	t.Logf("held: %s", img.Status.Rollout.Hold.Message)
+	t.Logf("%s", cfg.Status.Rollout.Hold.Message)
 
-	setRepository("valkey/valkey")
+	editConfig("removing the refused policy", func(v map[string]string) { delete(v, "maxmemory-policy") })
 	for _, key := range f.keys {
 		waitConverged(t, key, 1, 1, 6*time.Minute)
 	}
 	untouched()
 	f.checkKeys(t)
-	if err := k8sClient.Get(ctx, client.ObjectKey{Name: image}, &img); err != nil {
+	if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if r := img.Status.Rollout; r != nil && (r.Hold != nil || len(r.Rolling) > 0) {
-		t.Fatalf("the image's rollout still holds after the fix: %+v", r)
+	if r := cfg.Status.Rollout; r != nil && (r.Hold != nil || len(r.Rolling) > 0) {
+		t.Fatalf("the config's rollout still holds after the fix: %+v", r)
 	}
 }
