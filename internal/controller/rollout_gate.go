@@ -48,7 +48,7 @@ func (r *ClusterReconciler) rolloutGate(ctx context.Context, s *clusterScope) (s
 		// Also while Creating: new nodes get the current spec.
 		s.vc.Status.RolledOut = rolledOutOf(objs)
 	}
-	if !owes && !slices.ContainsFunc(objs, func(o rolloutObject) bool { return o.holds(self) || o.releaseAsked() }) {
+	if !owes && !slices.ContainsFunc(objs, func(o rolloutObject) bool { return o.holds(self) || o.releaseAsked() || o.staleHold() }) {
 		return "", nil
 	}
 	var clusters valkeyv1.ValkeyClusterList
@@ -110,6 +110,12 @@ func (r *ClusterReconciler) writeRollout(ctx context.Context, o rolloutObject, s
 
 func (o rolloutObject) holds(cluster string) bool {
 	return slices.ContainsFunc(o.status.Rolling, func(s valkeyv1.RolloutSlot) bool { return s.Cluster == cluster })
+}
+
+// staleHold: the hold is of a generation the spec has moved past, and
+// only a decision clears it from the status.
+func (o rolloutObject) staleHold() bool {
+	return o.status.Hold != nil && o.status.Hold.Generation != o.obj.GetGeneration()
 }
 
 func (o rolloutObject) releaseAsked() bool {

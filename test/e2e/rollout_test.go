@@ -135,13 +135,16 @@ func TestRolloutLimit(t *testing.T) {
 		t.Fatal("no cluster ever reported waiting for a rollout slot with both slots in use")
 	}
 	f.checkKeys(t)
-	var cfg valkeyv1.ValkeyConfig
-	if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if r := cfg.Status.Rollout; r != nil && len(r.Rolling) > 0 {
-		t.Fatalf("slots still held after every cluster converged: %v", r.Rolling)
-	}
+	eventually(t, time.Minute, "every slot given back", func() error {
+		var cfg valkeyv1.ValkeyConfig
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
+			return err
+		}
+		if r := cfg.Status.Rollout; r != nil && len(r.Rolling) > 0 {
+			return fmt.Errorf("slots still held after every cluster converged: %v", r.Rolling)
+		}
+		return nil
+	})
 }
 
 // A canary whose roll cannot complete (its new node's valkey-server
@@ -203,10 +206,14 @@ func TestRolloutCanaryHold(t *testing.T) {
 	}
 	untouched()
 	f.checkKeys(t)
-	if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if r := cfg.Status.Rollout; r != nil && (r.Hold != nil || len(r.Rolling) > 0) {
-		t.Fatalf("the config's rollout still holds after the fix: %+v", r)
-	}
+	eventually(t, time.Minute, "the config's rollout released", func() error {
+		var cfg valkeyv1.ValkeyConfig
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
+			return err
+		}
+		if r := cfg.Status.Rollout; r != nil && (r.Hold != nil || len(r.Rolling) > 0) {
+			return fmt.Errorf("the config's rollout still holds after the fix: hold %+v, rolling %v", r.Hold, r.Rolling)
+		}
+		return nil
+	})
 }
