@@ -68,6 +68,12 @@ type RolloutSlot struct {
 	// Since is when the cluster took the slot: a DataLost record older
 	// than that is not this roll's.
 	Since metav1.Time `json:"since"`
+	// Generation of the object when the cluster took the slot. Only a
+	// failure of a cluster that took its slot for the current generation
+	// holds the others: a fix must not be held by what the edit it
+	// replaces broke.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // RolloutHold is why the object's rollout is held.

@@ -77,6 +77,9 @@ func decideRollout(in rolloutInput) (valkeyv1.RolloutStatus, map[string]rolloutV
 	})
 	if st.Hold == nil && st.ReleasedGeneration != in.Generation {
 		for _, s := range st.Rolling {
+			if s.Generation != in.Generation {
+				continue
+			}
 			if msg := rolloutFailure(byKey[s.Cluster], s.Since.Time); msg != "" {
 				st.Hold = &valkeyv1.RolloutHold{Generation: in.Generation, Message: msg}
 				break
@@ -121,7 +124,7 @@ func verdictOf(st *valkeyv1.RolloutStatus, c rolloutCluster, canaries []string, 
 			len(st.Rolling), in.Max, strings.Join(holders, ", "))}
 	}
 	if c.Key == in.Self {
-		st.Rolling = append(st.Rolling, valkeyv1.RolloutSlot{Cluster: c.Key, Since: metav1.NewTime(in.Now)})
+		st.Rolling = append(st.Rolling, valkeyv1.RolloutSlot{Cluster: c.Key, Since: metav1.NewTime(in.Now), Generation: in.Generation})
 	}
 	return rolloutVerdict{Roll: true}
 }

@@ -13,7 +13,9 @@ import (
 func TestDecideRollout(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	earlier := metav1.NewTime(now.Add(-time.Minute))
-	slot := func(key string) valkeyv1.RolloutSlot { return valkeyv1.RolloutSlot{Cluster: key, Since: earlier} }
+	slot := func(key string) valkeyv1.RolloutSlot {
+		return valkeyv1.RolloutSlot{Cluster: key, Since: earlier, Generation: 4}
+	}
 	owes := func(key string) rolloutCluster { return rolloutCluster{Key: key, Owes: true} }
 	done := func(key string) rolloutCluster { return rolloutCluster{Key: key} }
 	canary := func(c rolloutCluster) rolloutCluster { c.Canary = true; return c }
@@ -68,6 +70,12 @@ func TestDecideRollout(t *testing.T) {
 		wantRolling: []string{"ns/c"},
 		wantHold:    "held: canary ns/c failed: CreateNode: boom",
 		want:        map[string]rolloutVerdict{"ns/c": {Roll: true}, "ns/b": {Message: "held: canary ns/c failed: CreateNode: boom"}},
+	}, {
+		name: "a failure of a slot taken for an earlier generation holds nobody: the fix goes ahead",
+		in: rolloutInput{Self: "ns/b", Max: 3, Generation: 5, Status: valkeyv1.RolloutStatus{Rolling: []valkeyv1.RolloutSlot{slot("ns/c")}},
+			Clusters: []rolloutCluster{failed(canary(owes("ns/c")), "ContainerExited: x"), done("ns/b")}},
+		wantRolling: []string{"ns/c"},
+		want:        map[string]rolloutVerdict{"ns/c": {Roll: true}, "ns/b": {Roll: true}},
 	}, {
 		name: "a hold outlives the failure until released",
 		in: rolloutInput{Self: "ns/b", Max: 3, Generation: 4, Status: valkeyv1.RolloutStatus{Hold: &valkeyv1.RolloutHold{Generation: 4, Message: "held: ns/a failed: x"}},
