@@ -253,6 +253,12 @@ type ValkeyClusterStatus struct {
 	// +optional
 	Autoscaling *AutoscalingStatus `json:"autoscaling,omitempty"`
 
+	// RolledOut are the ValkeyImage and ValkeyConfig generations every node
+	// runs, written while no node is outdated: a canary's tells the other
+	// clusters of a rollout that it is done.
+	// +optional
+	RolledOut []RolledOut `json:"rolledOut,omitempty"`
+
 	// Resharding is the slot movement a shard count change still needs;
 	// absent once every slot is where the spec puts it.
 	// +optional

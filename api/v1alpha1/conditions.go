@@ -224,6 +224,11 @@ const (
 	// ReasonReplacementBackoff: new nodes are held back after repeated
 	// container failures (ContainersHealthy, and Progressing while it holds).
 	ReasonReplacementBackoff = "ReplacementBackoff"
+	// ReasonRolloutWaiting: the cluster owes a roll, and a ValkeyImage or
+	// ValkeyConfig it uses has not given it its turn: every rollout slot
+	// is taken, its canaries have not finished, or a failed roll holds
+	// the rollout. Only the roll waits; the message says which.
+	ReasonRolloutWaiting = "RolloutWaiting"
 )
 
 // Reasons of the CertificatesServed condition beyond those above.

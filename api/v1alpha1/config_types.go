@@ -64,6 +64,13 @@ type ValkeyConfigSpec struct {
 	// docs/durability.md.
 	// +optional
 	Persistence *Persistence `json:"persistence,omitempty"`
+
+	// Rollout paces the roll an edit of this config starts across the
+	// clusters that use it, directly or through baseRef. Unset, one
+	// cluster rolls at a time. It is never inherited: each config along a
+	// chain paces its own edits.
+	// +optional
+	Rollout *RolloutPolicy `json:"rollout,omitempty"`
 }
 
 // AppendFsync is when Valkey flushes its append-only file to disk.
@@ -125,7 +132,8 @@ type Resources struct {
 	Memory string `json:"memory,omitempty"`
 }
 
-// ValkeyConfigStatus reports a deletion held while the config is in use.
+// ValkeyConfigStatus reports a deletion held while the config is in use,
+// and the rollout of the config's edits.
 type ValkeyConfigStatus struct {
 	// Conditions: DeletionBlocked, present while a deletion waits for the
 	// objects that use this one, its message naming them.
@@ -133,6 +141,9 @@ type ValkeyConfigStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Rollout lists the clusters rolling because of this config and any hold.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // ValkeyConfig is a cluster-scoped, inheritable set of node settings.

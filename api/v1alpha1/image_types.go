@@ -25,9 +25,15 @@ type ValkeyImageSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || int(self.split('.')[0]) >= 8",message="version must be at least 8.0.0"
 	Version string `json:"version"`
+
+	// Rollout paces the roll a change of this image starts across the
+	// clusters that run it. Unset, one cluster rolls at a time.
+	// +optional
+	Rollout *RolloutPolicy `json:"rollout,omitempty"`
 }
 
-// ValkeyImageStatus reports a deletion held while the image is in use.
+// ValkeyImageStatus reports a deletion held while the image is in use,
+// and the rollout of the image's edits.
 type ValkeyImageStatus struct {
 	// Conditions: DeletionBlocked, present while a deletion waits for the
 	// objects that use this one, its message naming them.
@@ -35,6 +41,9 @@ type ValkeyImageStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Rollout lists the clusters rolling because of this image and any hold.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // ValkeyImage is a cluster-scoped allowlist entry for a Valkey container image.

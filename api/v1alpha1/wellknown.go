@@ -66,6 +66,12 @@ const (
 	// of its planner (status, TLS and ACL reloads keep running).
 	AnnotationPaused = "valkey.gomomento.com/paused"
 
+	// AnnotationRolloutRelease on a ValkeyImage or ValkeyConfig releases
+	// the hold a failed roll put on its rollout (status.rollout.hold): the
+	// waiting clusters go on, and no new hold is taken until the spec
+	// changes again. Any value works; the operator removes it once done.
+	AnnotationRolloutRelease = "valkey.gomomento.com/rollout-release"
+
 	// AnnotationRotateCredentials on a ValkeyCluster asks for new passwords
 	// of the operator's and the replication user: any value not yet served
 	// starts one rotation (a timestamp, say).

@@ -18,6 +18,7 @@ var causeReasons = map[topology.WaitCause]string{
 	topology.CausePodStopping:        valkeyv1.ReasonPodStopping,
 	topology.CausePrimaryStalled:     valkeyv1.ReasonPrimaryStalled,
 	topology.CauseHeldForTLS:         valkeyv1.ReasonHeldForTLS,
+	topology.CauseRolloutWaiting:     valkeyv1.ReasonRolloutWaiting,
 	topology.CauseScaleInNoHeadroom:  valkeyv1.ReasonInsufficientMemory,
 	topology.CauseReplacementBackoff: valkeyv1.ReasonReplacementBackoff,
 	topology.CausePodMissing:         valkeyv1.ReasonPodMissing,

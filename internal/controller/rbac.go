@@ -35,10 +35,13 @@ package controller
 //
 // The platform team's menu, read; each object carries a finalizer that
 // holds its deletion, with a status condition saying why, while a config
-// or cluster uses it. The configs and clusters that decide it are listed
-// around the cache:
+// or cluster uses it (the configs and clusters that decide it are listed
+// around the cache); a config's or image's rollout status records the
+// clusters rolling because of it, and the release annotation is removed
+// once served:
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs/status;valkeyimages/status;valkeyroles/status,verbs=patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs/status;valkeyimages/status,verbs=update
 //
 // A node's pod is created once, annotated (and relabelled, if someone
 // removed its labels) in place and deleted, never updated; a pod missing

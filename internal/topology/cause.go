@@ -46,6 +46,9 @@ const (
 	// CausePodMissing: a slot owner's pod is missing from the operator's
 	// view while its peers still reach its process.
 	CausePodMissing
+	// CauseRolloutWaiting: the roll waits for its turn in a fleet rollout
+	// (Input.HoldRoll).
+	CauseRolloutWaiting
 
 	causeEnd
 )
@@ -64,6 +67,7 @@ var causeNames = [causeEnd]string{
 	CauseHeldForTLS:         "HeldForTLS",
 	CauseReplacementBackoff: "ReplacementBackoff",
 	CausePodMissing:         "PodMissing",
+	CauseRolloutWaiting:     "RolloutWaiting",
 }
 
 // WaitCauses lists every cause a Wait can carry, CauseNone aside, so a

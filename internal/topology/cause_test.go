@@ -85,6 +85,17 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 				member(ms, "n6").Lifecycle = LifecycleJoining
 			}),
 			CausePodUnschedulable, ReasonPodUnschedulable},
+		{"a roll held by a fleet rollout",
+			func() Input {
+				in := steady(3, func(ms []Member) {
+					for i := range ms {
+						ms[i].Outdated = true
+					}
+				})
+				in.HoldRoll = "waiting for rollout slot"
+				return in
+			}(),
+			CauseRolloutWaiting, "waiting for rollout slot"},
 	}
 	seen := map[WaitCause]bool{}
 	for _, tt := range tests {

@@ -20,6 +20,9 @@ func (w *world) roll() (Action, bool) {
 	if target < 0 {
 		return Action{}, false
 	}
+	if w.in.HoldRoll != "" {
+		return waitOn(TierUpdate, CauseRolloutWaiting, w.in.HoldRoll, ""), true
+	}
 	for _, n := range w.nodes {
 		if n.ShardIndex != target && !n.dead() && (n.joining() || n.leaving()) {
 			return wait(TierUpdate, "waiting for other shards to settle before rolling", n.Name), true

@@ -88,6 +88,10 @@ type Input struct {
 	// HoldForTLS: the cluster's TLS Secret is invalid. Only healing goes
 	// ahead (see Plan); every other change waits for a valid Secret.
 	HoldForTLS bool
+	// HoldRoll, when set, is why the roll may not start or go on: a fleet
+	// rollout has not given the cluster its turn. Only the roll step waits,
+	// with this as its message; healing and every other step go ahead.
+	HoldRoll string
 }
 
 // Member is one ValkeyNode with its pod and, when reachable, its Valkey view.
