@@ -148,7 +148,7 @@ func TestRolloutLimit(t *testing.T) {
 }
 
 // A canary whose roll cannot complete (its new node's valkey-server
-// refuses a setting and exits) holds the other clusters of the rollout
+// refuses a directive it reads only at start, and exits) holds the other clusters of the rollout
 // before they replace a single node, each saying so; putting the setting
 // back releases the hold and every cluster converges with its keys, the
 // others with the very nodes they had.
@@ -171,7 +171,9 @@ func TestRolloutCanaryHold(t *testing.T) {
 			return k8sClient.Update(ctx, &cfg)
 		})
 	}
-	editConfig("setting a policy the server refuses", func(v map[string]string) { v["maxmemory-policy"] = "evict-nothing-ever" })
+	// A directive read only at start, with a value the server refuses:
+	// the edit rolls, and the canary's first new node exits.
+	editConfig("setting a backlog the server refuses", func(v map[string]string) { v[restartOnlyKey] = "-1" })
 	held := fmt.Sprintf("held: canary %s/c failed: ", ns)
 	untouched := func() {
 		for _, key := range f.keys[:2] {
@@ -200,7 +202,7 @@ func TestRolloutCanaryHold(t *testing.T) {
 	}
 	t.Logf("%s", cfg.Status.Rollout.Hold.Message)
 
-	editConfig("removing the refused policy", func(v map[string]string) { delete(v, "maxmemory-policy") })
+	editConfig("removing the refused backlog", func(v map[string]string) { delete(v, restartOnlyKey) })
 	for _, key := range f.keys {
 		waitConverged(t, key, 1, 1, 6*time.Minute)
 	}
