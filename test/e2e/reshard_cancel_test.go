@@ -17,8 +17,10 @@ const cancelKeys = 12000
 // slowMigrationConfig makes every source produce its CLUSTER MIGRATESLOTS
 // snapshot slowly (Valkey's rdb-key-save-delay, in microseconds per key),
 // so a job is surely still running when the test acts on it instead of
-// racing a move that takes a few milliseconds.
-var slowMigrationConfig = map[string]string{"rdb-key-save-delay": "1500"}
+// racing a move that takes a few milliseconds. At 4 ms a key each job
+// takes about 16 s, room for an operator slowed by a loaded machine to
+// notice the reversal before the jobs end.
+var slowMigrationConfig = map[string]string{"rdb-key-save-delay": "4000"}
 
 // A scale-out reversed mid-move and a target lost mid-move, on Valkey 9:
 // a 3x0 cluster holding 12,000 keys scales to 4 shards under client load.
