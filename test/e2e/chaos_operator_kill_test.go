@@ -193,7 +193,7 @@ func TestChaosOperatorSIGKILLedMidStep(t *testing.T) {
 			started: func(t testing.TB, s *killedStep) bool {
 				return slices.Contains([]valkeyv1.BackupPhase{valkeyv1.BackupRunning, valkeyv1.BackupCompleted, valkeyv1.BackupFailed}, backupPhase(t, s.backup))
 			},
-			done:    backupWholeOrFailed},
+			done: backupWholeOrFailed},
 		{what: "a restore", ns: "opkill-restore", version: "8.0.1", shards: 2, replicas: 0,
 			begin: beginRestore, toShards: 2, toReplicas: 0,
 			// A loader exists: a shard's file is on its way into it.
