@@ -91,20 +91,7 @@ func TestRollingReplacement(t *testing.T) {
 		if n := countEvents(t, key, string(topology.KindFailover), "") - failovers; n != shards {
 			t.Fatalf("%d Failover Events during the roll, want one per shard (%d)", n, shards)
 		}
-		for _, name := range vc.Status.Nodes {
-			n, err := dialPod(key.Namespace, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := n.InfoServer(ctx)
-			n.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if info.Version.String() != step.version {
-				t.Fatalf("node %s runs %s, want %s", name, info.Version, step.version)
-			}
-		}
+		assertNodesRun(t, key.Namespace, vc.Status.Nodes, step.version)
 		checkAll(t, c, before)
 		checkAll(t, c, acked)
 	}
@@ -116,4 +103,23 @@ func shardSlots(vc *valkeyv1.ValkeyCluster) map[int32]string {
 		out[s.Index] = s.Slots
 	}
 	return out
+}
+
+// assertNodesRun fails unless every node answers INFO server with version.
+func assertNodesRun(t testing.TB, ns string, nodes []string, version string) {
+	t.Helper()
+	for _, name := range nodes {
+		n, err := dialPod(ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := n.InfoServer(context.Background())
+		n.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Version.String() != version {
+			t.Fatalf("node %s runs %s, want %s", name, info.Version, version)
+		}
+	}
 }

@@ -95,20 +95,7 @@ func rollImage(t *testing.T, key client.ObjectKey, c valkey.Client, image, versi
 	if n := countEvents(t, key, string(topology.KindFailover), "") - failovers; n != shards {
 		t.Fatalf("%d Failover Events during the roll, want one per shard (%d)", n, shards)
 	}
-	for _, name := range vc.Status.Nodes {
-		n, err := dialPod(key.Namespace, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := n.InfoServer(ctx)
-		n.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Version.String() != version {
-			t.Fatalf("node %s runs %s, want %s", name, info.Version, version)
-		}
-	}
+	assertNodesRun(t, key.Namespace, vc.Status.Nodes, version)
 	checkAll(t, c, before)
 	checkAll(t, c, acked)
 	assertNoDataLoss(t, key)
