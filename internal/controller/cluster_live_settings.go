@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -238,6 +239,16 @@ func (r *ClusterReconciler) markRefused(ctx context.Context, n *valkeyv1.ValkeyN
 func refusedSettings(n *valkeyv1.ValkeyNode, settings map[string]string) bool {
 	d, ok := n.Annotations[valkeyv1.AnnotationLiveSettingsRefused]
 	return ok && d == render.SettingsDigest(settings)
+}
+
+// liveUnsettled says a staying node has not taken the live settings its
+// shard asks for: they are not recorded on it yet, the server has not
+// confirmed them, or it refused them (and a roll must bring them).
+func liveUnsettled(n *valkeyv1.ValkeyNode, settings map[string]string) bool {
+	if n.Spec.Lifecycle == valkeyv1.LifecycleLeaving || !n.DeletionTimestamp.IsZero() {
+		return false
+	}
+	return !maps.Equal(n.Spec.ValkeySettings, settings) || len(pendingSettings(n)) > 0
 }
 
 // settingValues is the step's settings as key="value", for a message.

@@ -38,6 +38,9 @@ type observed struct {
 	// (CONFIG GET); settingsUnread, why a running node's could not be read.
 	settings       map[string]map[string]string
 	settingsUnread map[string]error
+	// liveUnsettled are the staying nodes that do not yet record the live
+	// settings their shard asks for, or have not confirmed taking them.
+	liveUnsettled []string
 }
 
 // names are the view's nodes, sorted.
@@ -237,6 +240,9 @@ func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn 
 		outdated, _ := render.Outdated(n.Spec, want)
 		// A live edit the node's server refused is rolled out instead.
 		outdated = outdated || refusedSettings(n, want.ValkeySettings)
+		if liveUnsettled(n, want.ValkeySettings) {
+			o.liveUnsettled = append(o.liveUnsettled, name)
+		}
 		m := topology.Member{
 			Name:       name,
 			ShardIndex: int(n.Spec.ShardIndex),
@@ -437,6 +443,11 @@ func (o *observed) anyOutdated() bool {
 	}
 	return false
 }
+
+// settled says every member runs the spec the cluster asks for now, live
+// settings included: only then has it rolled out the generations of the
+// image and configs it uses.
+func (o *observed) settled() bool { return !o.anyOutdated() && len(o.liveUnsettled) == 0 }
 
 func (o *observed) anyExporter() bool {
 	for _, n := range o.nodes {

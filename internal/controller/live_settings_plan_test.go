@@ -3,6 +3,11 @@ package controller
 import (
 	"slices"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
 )
 
 func TestPlanLiveSettings(t *testing.T) {
@@ -56,5 +61,36 @@ func TestPlanLiveSettings(t *testing.T) {
 				t.Fatalf("applying = %q", p.applying())
 			}
 		})
+	}
+}
+
+// A node has taken its shard's live settings only once they are recorded
+// on it, confirmed by its server and not refused; a leaving node owes
+// nothing. The rollout gate records a generation as rolled out only then.
+func TestLiveUnsettled(t *testing.T) {
+	want := map[string]string{"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"}
+	node := func(settings map[string]string, annotations map[string]string, lifecycle valkeyv1.NodeLifecycle) *valkeyv1.ValkeyNode {
+		return &valkeyv1.ValkeyNode{
+			ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+			Spec:       valkeyv1.ValkeyNodeSpec{ValkeySettings: settings, Lifecycle: lifecycle},
+		}
+	}
+	old := map[string]string{"maxmemory": "64mb"}
+	for _, tc := range []struct {
+		name string
+		n    *valkeyv1.ValkeyNode
+		want map[string]string
+		owes bool
+	}{
+		{"taken", node(want, nil, ""), want, false},
+		{"nothing asked", node(nil, nil, ""), map[string]string{}, false},
+		{"not recorded yet", node(old, nil, ""), want, true},
+		{"recorded, not confirmed", node(want, map[string]string{valkeyv1.AnnotationLiveSettingsPending: "maxmemory-policy"}, ""), want, true},
+		{"refused: the old ones stay recorded", node(old, map[string]string{valkeyv1.AnnotationLiveSettingsRefused: render.SettingsDigest(want)}, ""), want, true},
+		{"leaving", node(old, nil, valkeyv1.LifecycleLeaving), want, false},
+	} {
+		if got := liveUnsettled(tc.n, tc.want); got != tc.owes {
+			t.Errorf("%s: liveUnsettled = %v, want %v", tc.name, got, tc.owes)
+		}
 	}
 }

@@ -44,8 +44,10 @@ func (r *ClusterReconciler) rolloutGate(ctx context.Context, s *clusterScope) (s
 	}
 	self := client.ObjectKeyFromObject(s.vc).String()
 	owes := s.o.anyOutdated()
-	if !owes {
-		// Also while Creating: new nodes get the current spec.
+	if s.o.settled() {
+		// Also while Creating: new nodes get the current spec. Not while
+		// a live edit is still being applied: a node that refuses it owes
+		// a roll of this generation, which must wait for its slot.
 		s.vc.Status.RolledOut = rolledOutOf(objs)
 	}
 	if !owes && !slices.ContainsFunc(objs, func(o rolloutObject) bool { return o.holds(self) || o.releaseAsked() || o.staleHold() }) {

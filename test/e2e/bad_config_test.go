@@ -38,7 +38,7 @@ func TestBadConfigEditLeavesClusterServing(t *testing.T) {
 			return k8sClient.Update(ctx, &cfg)
 		})
 	}
-	editConfig(func(m map[string]string) { m["maxmemory-policy"] = "evict-nothing-ever" })
+	editConfig(func(m map[string]string) { m["maxmemory-policy"] = refusedPolicy })
 
 	assertWarning(t, key, valkeyv1.ReasonContainerExited, "exited with code 1")
 	eventually(t, time.Minute, "ContainersHealthy False and the state not Active", func() error {

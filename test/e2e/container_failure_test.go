@@ -30,7 +30,7 @@ func TestFailureCrashingNodesBackOff(t *testing.T) {
 	if err := k8sClient.Get(ctx, client.ObjectKey{Name: cfgName}, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Spec.Valkey["maxmemory-policy"] = "evict-nothing-ever"
+	cfg.Spec.Valkey["maxmemory-policy"] = refusedPolicy
 	if err := k8sClient.Update(ctx, &cfg); err != nil {
 		t.Fatal(err)
 	}

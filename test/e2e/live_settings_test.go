@@ -25,6 +25,10 @@ import (
 // maxmemory alone is applied in place.
 const restartOnlyKey, restartOnlyValue = "tcp-backlog", "256"
 
+// refusedPolicy is a maxmemory-policy no server accepts, by CONFIG SET or
+// at start.
+const refusedPolicy = "evict-nothing-ever"
+
 // editConfig applies edit to the valkey map of the ValkeyConfig named name.
 func editConfig(t testing.TB, name string, edit func(valkey map[string]string)) {
 	t.Helper()
@@ -329,8 +333,8 @@ func TestRefusedLiveValueIsNotRecorded(t *testing.T) {
 	f := &tlsFixture{t: t, ns: ns, name: key.Name, key: key}
 	old := f.podNames()
 
-	editConfig(t, menuConfigName(ns), func(v map[string]string) { v["maxmemory-policy"] = "evict-nothing-ever" })
-	f.waitEvent(corev1.EventTypeWarning, valkeyv1.ReasonSettingsRefused, "evict-nothing-ever", 2*time.Minute)
+	editConfig(t, menuConfigName(ns), func(v map[string]string) { v["maxmemory-policy"] = refusedPolicy })
+	f.waitEvent(corev1.EventTypeWarning, valkeyv1.ReasonSettingsRefused, refusedPolicy, 2*time.Minute)
 	eventually(t, 2*time.Minute, "the edit rolled out instead", func() error {
 		for _, p := range f.podNames() {
 			if !slices.Contains(old, p) {
@@ -344,7 +348,7 @@ func TestRefusedLiveValueIsNotRecorded(t *testing.T) {
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: render.NodeConfigMapName(p)}, &cm); err != nil {
 			continue // a node the roll already retired
 		}
-		if strings.Contains(cm.Data["valkey.conf"], "evict-nothing-ever") {
+		if strings.Contains(cm.Data["valkey.conf"], refusedPolicy) {
 			t.Fatalf("the refused value was written into the valkey.conf of %s", p)
 		}
 		if got, err := runningSettings(ns, p, "maxmemory-policy"); err == nil && got["maxmemory-policy"] != "noeviction" {

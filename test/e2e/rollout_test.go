@@ -80,7 +80,7 @@ func progressing(vc *valkeyv1.ValkeyCluster) *metav1.Condition {
 	return &metav1.Condition{}
 }
 
-// An edit of a config four clusters share, with a rollout limit of two,
+// An edit of a config six clusters share, with a rollout limit of two,
 // never has more than two of them replacing nodes at once; the others
 // say they wait for a slot, naming its holders, and every cluster ends
 // with every node replaced and every key.
@@ -92,17 +92,10 @@ func TestRolloutLimit(t *testing.T) {
 	config := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
 		Valkey:  map[string]string{"maxmemory": "64mb"},
 		Rollout: &valkeyv1.RolloutPolicy{MaxConcurrentClusters: &two}})
-	f := newRolloutFleet(t, ns, config, []string{"a", "b", "c", "d"}, nil)
+	f := newRolloutFleet(t, ns, config, []string{"a", "b", "c", "d", "e", "f"}, nil)
 
 	ctx := context.Background()
-	eventually(t, time.Minute, "editing the config", func() error {
-		var cfg valkeyv1.ValkeyConfig
-		if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
-			return err
-		}
-		cfg.Spec.Valkey["tcp-backlog"] = "256"
-		return k8sClient.Update(ctx, &cfg)
-	})
+	editConfig(t, config, func(v map[string]string) { v[restartOnlyKey] = restartOnlyValue })
 	maxRolling, sawWaiting := 0, ""
 	eventually(t, 12*time.Minute, "every cluster's nodes replaced", func() error {
 		var rolling, pending []string
@@ -147,11 +140,14 @@ func TestRolloutLimit(t *testing.T) {
 	})
 }
 
-// A canary whose roll cannot complete (its new node's valkey-server
-// refuses a directive it reads only at start, and exits) holds the other clusters of the rollout
-// before they replace a single node, each saying so; putting the setting
-// back releases the hold and every cluster converges with its keys, the
-// others with the very nodes they had.
+// A canary whose roll cannot complete holds the five other clusters of the
+// rollout before they replace a single node, each saying so. The edit is a
+// live setting with a value every server refuses: CONFIG SET fails on
+// every node of every cluster, so each owes a roll of it, and that roll
+// goes through the rollout like any other (the canary's new node reads the
+// value at start and exits). Putting the setting back releases the hold
+// and every cluster converges with its keys, the others with the very
+// nodes they had.
 func TestRolloutCanaryHold(t *testing.T) {
 	t.Parallel()
 	const ns = "rollout-canary"
@@ -159,24 +155,13 @@ func TestRolloutCanaryHold(t *testing.T) {
 	config := createConfig(t, menuConfigName(ns), "8.0.1", valkeyv1.ValkeyConfigSpec{
 		Valkey:  map[string]string{"maxmemory": "64mb"},
 		Rollout: &valkeyv1.RolloutPolicy{Canary: &metav1.LabelSelector{MatchLabels: map[string]string{"rollout": "canary"}}}})
-	f := newRolloutFleet(t, ns, config, []string{"a", "b", "c"}, map[string]map[string]string{"c": {"rollout": "canary"}})
+	f := newRolloutFleet(t, ns, config, []string{"a", "b", "c", "d", "e", "f"}, map[string]map[string]string{"f": {"rollout": "canary"}})
+	others := f.keys[:5]
 	ctx := context.Background()
-	editConfig := func(what string, edit func(map[string]string)) {
-		eventually(t, time.Minute, what, func() error {
-			var cfg valkeyv1.ValkeyConfig
-			if err := k8sClient.Get(ctx, client.ObjectKey{Name: config}, &cfg); err != nil {
-				return err
-			}
-			edit(cfg.Spec.Valkey)
-			return k8sClient.Update(ctx, &cfg)
-		})
-	}
-	// A directive read only at start, with a value the server refuses:
-	// the edit rolls, and the canary's first new node exits.
-	editConfig("setting a backlog the server refuses", func(v map[string]string) { v[restartOnlyKey] = "-1" })
-	held := fmt.Sprintf("held: canary %s/c failed: ", ns)
+	editConfig(t, config, func(v map[string]string) { v["maxmemory-policy"] = refusedPolicy })
+	held := fmt.Sprintf("held: canary %s/f failed: ", ns)
 	untouched := func() {
-		for _, key := range f.keys[:2] {
+		for _, key := range others {
 			vc := getCluster(t, key)
 			if !slices.Equal(vc.Status.Nodes, f.nodes[key]) {
 				t.Fatalf("%s replaced nodes while its canary failed: %v, had %v", key, vc.Status.Nodes, f.nodes[key])
@@ -185,7 +170,7 @@ func TestRolloutCanaryHold(t *testing.T) {
 	}
 	eventually(t, 5*time.Minute, "the others held by the failed canary", func() error {
 		untouched()
-		for _, key := range f.keys[:2] {
+		for _, key := range others {
 			p := progressing(getCluster(t, key))
 			if p.Reason != valkeyv1.ReasonRolloutWaiting || !strings.Contains(p.Message, held) {
 				return fmt.Errorf("%s Progressing %s: %s", key, p.Reason, p.Message)
@@ -202,7 +187,13 @@ func TestRolloutCanaryHold(t *testing.T) {
 	}
 	t.Logf("%s", cfg.Status.Rollout.Hold.Message)
 
-	editConfig("removing the refused backlog", func(v map[string]string) { delete(v, restartOnlyKey) })
+	for _, key := range others {
+		if n := countEvents(t, key, valkeyv1.ReasonSettingsRefused, refusedPolicy); n == 0 {
+			t.Fatalf("%s: no %s Event: its nodes were never asked to take the live edit", key, valkeyv1.ReasonSettingsRefused)
+		}
+	}
+
+	editConfig(t, config, func(v map[string]string) { delete(v, "maxmemory-policy") })
 	for _, key := range f.keys {
 		waitConverged(t, key, 1, 1, 6*time.Minute)
 	}
