@@ -97,6 +97,18 @@ func TestFailurePrimaryLostNoQuorum(t *testing.T) {
 	assertEvent(t, key, "Failover", topology.ReasonTakeover)
 }
 
+// A single shard's primary lost (1x1): no other primary is left to vote,
+// so the operator has the replica take over at once, whether the process
+// was SIGKILLed (the kubelet reports its exit) or its pod deleted.
+func TestFailurePrimaryLostSingleShard(t *testing.T) {
+	t.Parallel()
+	key := newPlainCluster(t, "fail-single", "cache", 1, 1)
+	runFailures(t, key, 1, 1, func(vc *valkeyv1.ValkeyCluster) string { return vc.Status.ShardStatuses[0].Primary })
+	if n := countEvents(t, key, "Failover", topology.ReasonTakeover); n < len(failureModes) {
+		t.Fatalf("%d takeovers for %d primaries lost with no other primary to vote", n, len(failureModes))
+	}
+}
+
 // runFailures loses the member victim picks, once per failure mode, under
 // client load, and demands every acknowledged write back.
 func runFailures(t testing.TB, key client.ObjectKey, shards, replicas int, victim func(*valkeyv1.ValkeyCluster) string) {
