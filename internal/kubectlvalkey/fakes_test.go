@@ -204,5 +204,14 @@ func fakeClient(t *testing.T, objs ...client.Object) client.Reader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	// The fields the API server selects Events by.
+	for field, value := range map[string]func(e *corev1.Event) string{
+		"involvedObject.kind": func(e *corev1.Event) string { return e.InvolvedObject.Kind },
+		"involvedObject.name": func(e *corev1.Event) string { return e.InvolvedObject.Name },
+		"reason":              func(e *corev1.Event) string { return e.Reason },
+	} {
+		b = b.WithIndex(&corev1.Event{}, field, func(o client.Object) []string { return []string{value(o.(*corev1.Event))} })
+	}
+	return b.Build()
 }

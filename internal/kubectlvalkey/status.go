@@ -49,26 +49,32 @@ func status(ctx context.Context, c client.Reader, namespace, name string, w io.W
 // failoverEvents are the cluster's Failover Events, newest first, at most
 // recentFailovers of them: which replica replaced which primary, and by
 // which path (Valkey's election is not among them: the operator records
-// only what it did). A user not allowed to list Events sees none.
+// only what it did). The API server selects them, so a busy namespace's
+// other Events are not read. A user not allowed to list Events sees none.
 func failoverEvents(ctx context.Context, c client.Reader, namespace, name string) ([]corev1.Event, error) {
 	var list corev1.EventList
-	switch err := c.List(ctx, &list, client.InNamespace(namespace)); {
+	switch err := c.List(ctx, &list, client.InNamespace(namespace), failoverSelector(name)); {
 	case apierrors.IsForbidden(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("listing the Events of %s/%s: %w", namespace, name, err)
 	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "ValkeyCluster" && e.InvolvedObject.Name == name && e.Reason == string(topology.KindFailover) {
-			out = append(out, e)
-		}
-	}
+	out := list.Items
 	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).After(eventTime(out[j])) })
 	return out[:min(len(out), recentFailovers)], nil
 }
 
 const recentFailovers = 5
+
+// failoverSelector picks the cluster's Failover Events by the fields the
+// API server indexes for Events.
+func failoverSelector(cluster string) client.MatchingFields {
+	return client.MatchingFields{
+		"involvedObject.kind": "ValkeyCluster",
+		"involvedObject.name": cluster,
+		"reason":              string(topology.KindFailover),
+	}
+}
 
 // eventTime is when an Event last happened, whichever API recorded it.
 func eventTime(e corev1.Event) time.Time {
