@@ -380,8 +380,14 @@ type slotWatch struct {
 	stop, done chan struct{}
 }
 
+// watchSlots takes the baseline before it returns, so the move it times
+// cannot have begun before the baseline even when a loaded machine starves
+// the polling goroutine.
 func watchSlots(dial func() (*vk.Node, error)) *slotWatch {
 	w := &slotWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	for deadline := time.Now().Add(time.Minute); !w.baseline() && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		w.poll(dial)
+	}
 	go func() {
 		defer close(w.done)
 		for {
@@ -394,6 +400,12 @@ func watchSlots(dial func() (*vk.Node, error)) *slotWatch {
 		}
 	}()
 	return w
+}
+
+func (w *slotWatch) baseline() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen
 }
 
 func (w *slotWatch) poll(dial func() (*vk.Node, error)) {
