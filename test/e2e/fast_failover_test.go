@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -29,6 +35,7 @@ func TestFastFailoverOnProcessExit(t *testing.T) {
 	start := time.Now()
 	fail(t, key.Namespace, lost, processKilled)
 	assertEvent(t, key, string(topology.KindFailover), topology.ReasonProcessExited)
+	logFailoverTimeline(t, key, lost, start)
 	vc = waitReplaced(t, key, lost, 3, 1)
 	t.Logf("%s killed: Active with %d nodes after %s", lost, len(vc.Status.Nodes), time.Since(start).Round(time.Second))
 
@@ -48,4 +55,27 @@ func TestFastFailoverOnProcessExit(t *testing.T) {
 	}
 	checkAll(t, c, before)
 	checkAckedAroundKill(t, c, load.clientLoad, acked, start)
+}
+
+// logFailoverTimeline logs where the time from the kill to the forced
+// failover went: the process's end as the kubelet recorded it, and the
+// operator's Failover Event.
+func logFailoverTimeline(t *testing.T, key client.ObjectKey, lost string, killed time.Time) {
+	t.Helper()
+	var exited time.Time
+	for _, cs := range getPod(t, key.Namespace, lost).Status.ContainerStatuses {
+		if cs.Name == render.ContainerValkey && cs.State.Terminated != nil {
+			exited = cs.State.Terminated.FinishedAt.Time
+		}
+	}
+	var list eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == key.Name && e.Reason == string(topology.KindFailover) && strings.Contains(e.Note, topology.ReasonProcessExited) {
+			t.Logf("kill at %s; the kubelet saw the process end %s later; FAILOVER FORCE recorded %s after the kill",
+				killed.Format("15:04:05.000"), exited.Sub(killed).Round(time.Millisecond), e.EventTime.Sub(killed).Round(time.Millisecond))
+		}
+	}
 }
