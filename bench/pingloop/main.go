@@ -1,8 +1,9 @@
 // Command pingloop is the limit beside the operator's idle cost in the
 // fleet benchmark: the least a watcher of many Valkey nodes can do. It
 // keeps one connection to each address, opened with the client the
-// operator uses, and sends each node one PING per interval, until SIGTERM;
-// then it prints how many PINGs it sent and how many failed.
+// operator uses, and sends each node one PING per interval, until SIGTERM.
+// It prints "ready" once every connection is open and, when stopped, how
+// many PINGs it sent and how many failed.
 //
 //	pingloop -interval 30s ADDR...
 package main
@@ -25,7 +26,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	sent, failed, err := run(ctx, *interval, flag.Args())
+	sent, failed, err := run(ctx, *interval, flag.Args(), func() { fmt.Println("ready") })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pingloop:", err)
 		os.Exit(1)
@@ -35,7 +36,7 @@ func main() {
 
 // run dials every address, then PINGs them all once per interval, spread
 // evenly over it as a steady resync spreads its visits, until ctx ends.
-func run(ctx context.Context, interval time.Duration, addrs []string) (sent, failed int, err error) {
+func run(ctx context.Context, interval time.Duration, addrs []string, ready func()) (sent, failed int, err error) {
 	nodes := make([]*vk.Node, 0, len(addrs))
 	defer func() {
 		for _, n := range nodes {
@@ -49,6 +50,7 @@ func run(ctx context.Context, interval time.Duration, addrs []string) (sent, fai
 		}
 		nodes = append(nodes, n)
 	}
+	ready()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, n := range nodes {

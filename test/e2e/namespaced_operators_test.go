@@ -53,7 +53,13 @@ func TestNamespacedOperatorsSplitAFleet(t *testing.T) {
 	}
 	// Before the operators stop (cleanups run last first), so neither the
 	// suite's operator nor the next test inherits these clusters.
-	t.Cleanup(func() { deleteSplitClusters(t, ops) })
+	t.Cleanup(func() {
+		var all []string
+		for _, op := range ops {
+			all = append(all, op.namespaces...)
+		}
+		deleteClustersAndWait(t, 5*time.Minute, all...)
+	})
 
 	var keys []client.ObjectKey
 	for _, op := range ops {
@@ -175,36 +181,4 @@ func managersOf(o metav1.Object) []string {
 		out = append(out, e.Manager)
 	}
 	return out
-}
-
-// deleteSplitClusters deletes every cluster of the split and waits, with
-// their operators still running, until no cluster, node or pod is left.
-func deleteSplitClusters(t *testing.T, ops []*splitOperator) {
-	ctx := context.Background()
-	for _, op := range ops {
-		for _, ns := range op.namespaces {
-			if err := k8sClient.DeleteAllOf(ctx, &valkeyv1.ValkeyCluster{}, client.InNamespace(ns)); err != nil {
-				t.Errorf("deleting the clusters of %s: %v", ns, err)
-				return
-			}
-		}
-	}
-	eventually(t, 5*time.Minute, "every cluster of the split gone", func() error {
-		for _, op := range ops {
-			for _, ns := range op.namespaces {
-				var pods corev1.PodList
-				var clusters valkeyv1.ValkeyClusterList
-				var nodes valkeyv1.ValkeyNodeList
-				for _, l := range []client.ObjectList{&pods, &clusters, &nodes} {
-					if err := k8sClient.List(ctx, l, client.InNamespace(ns)); err != nil {
-						return err
-					}
-				}
-				if left := len(pods.Items) + len(clusters.Items) + len(nodes.Items); left > 0 {
-					return fmt.Errorf("%s: %d pods, %d clusters, %d nodes left", ns, len(pods.Items), len(clusters.Items), len(nodes.Items))
-				}
-			}
-		}
-		return nil
-	})
 }
