@@ -400,13 +400,16 @@ func (op footprintOperator) trackQueueDepth(controller string) func() float64 {
 		defer close(done)
 		for {
 			if samples, err := scrapeMetrics(op.metrics); err == nil {
+				// One series per priority: the queue holds their sum.
+				depth := 0.0
 				for series, v := range samples {
 					if strings.HasPrefix(series, "workqueue_depth{") && strings.Contains(series, `name="`+controller+`"`) {
-						mu.Lock()
-						peak = max(peak, v)
-						mu.Unlock()
+						depth += v
 					}
 				}
+				mu.Lock()
+				peak = max(peak, depth)
+				mu.Unlock()
 			}
 			select {
 			case <-stop:

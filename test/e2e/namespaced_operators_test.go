@@ -100,6 +100,13 @@ func TestNamespacedOperatorsSplitAFleet(t *testing.T) {
 		if op.proc.reconciles() == 0 {
 			t.Errorf("operator %s reconciled no cluster", op.name)
 		}
+		// The load a fleet is split by, as docs/metrics.md lists it.
+		for _, series := range []string{`workqueue_depth{controller="valkeycluster"`,
+			`controller_runtime_reconcile_time_seconds_count{controller="valkeycluster"}`, "rest_client_requests_total"} {
+			if _, ok := op.proc.metric(series); !ok {
+				t.Errorf("operator %s serves no %s", op.name, series)
+			}
+		}
 	}
 	for i, op := range ops {
 		other := ops[1-i]
