@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,15 +117,17 @@ func TestNamespacedOperatorsSplitAFleet(t *testing.T) {
 	}
 }
 
-// assertWrittenOnlyBy checks every ValkeyCluster, ValkeyNode, Pod, Secret
-// and Service in ns: each carries a write of manager (the operator did
-// its work here, and under the name the check looks for), and none of
-// stranger (the operator of other namespaces).
+// assertWrittenOnlyBy checks every ValkeyCluster, ValkeyNode, Pod, Secret,
+// Service, ConfigMap and Event in ns: none carries a write of stranger
+// (the operator of other namespaces), and every cluster and every object
+// labeled as the operator's carries one of manager (the operator did its
+// work here, under the name the check looks for).
 func assertWrittenOnlyBy(t *testing.T, ns, manager, stranger string) {
 	t.Helper()
 	lists := map[string]client.ObjectList{
 		"ValkeyCluster": &valkeyv1.ValkeyClusterList{}, "ValkeyNode": &valkeyv1.ValkeyNodeList{},
 		"Pod": &corev1.PodList{}, "Secret": &corev1.SecretList{}, "Service": &corev1.ServiceList{},
+		"ConfigMap": &corev1.ConfigMapList{}, "Event": &eventsv1.EventList{},
 	}
 	for kind, list := range lists {
 		if err := k8sClient.List(context.Background(), list, client.InNamespace(ns)); err != nil {
@@ -134,7 +137,7 @@ func assertWrittenOnlyBy(t *testing.T, ns, manager, stranger string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(objs) == 0 {
+		if len(objs) == 0 && kind != "Event" {
 			t.Errorf("%s: no %s at all", ns, kind)
 		}
 		for _, o := range objs {
@@ -173,6 +176,14 @@ func metaOf(list client.ObjectList) ([]metav1.Object, error) {
 			out = append(out, &l.Items[i])
 		}
 	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ConfigMapList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *eventsv1.EventList:
 		for i := range l.Items {
 			out = append(out, &l.Items[i])
 		}
