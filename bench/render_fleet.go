@@ -56,7 +56,8 @@ func renderFleet(w *strings.Builder, r Report) {
 		fmt.Sprintf("cluster is Active the run waits %s, then measures an idle window of %s: the", secs(fs[0].SettleSeconds), secs(fs[0].IdleSeconds)),
 		"operator's CPU and RSS, its API requests (`rest_client_requests_total`) and the commands",
 		"every node processed (`INFO commandstats` before and after, the benchmark's own INFO",
-		"taken out). The limit beside it: `bench/pingloop`, a plain loop over kept connections",
+		"and the replicas' `REPLCONF` acknowledgements taken out; a replica's PINGs include its",
+		"primary's, every 10 s). The limit beside it: `bench/pingloop`, a plain loop over kept connections",
 		fmt.Sprintf("(the operator's Valkey client, one connection per node) sending each node one PING every %s,", secs(fs[0].PingIntervalSeconds)),
 		"the operator's steady resync, measured the same way over a window as long right after.")
 	tableHead(w, "lrrrrrrrrrrrr", "shape", "clusters", "nodes", "to all Active", "CPU-seconds converging", "peak RSS",

@@ -279,7 +279,8 @@ func commandStats(addr string) (map[string]int, error) {
 
 // commandDelta sums what the nodes processed between two reads. The
 // first read's INFO is counted by the second; the second counts itself
-// only afterwards.
+// only afterwards. REPLCONF is a replica's acknowledgement to its primary,
+// every second, never the operator's.
 func commandDelta(before, after []map[string]int, nodes int) map[string]int {
 	out := map[string]int{}
 	for i := range after {
@@ -288,6 +289,7 @@ func commandDelta(before, after []map[string]int, nodes int) map[string]int {
 		}
 	}
 	out["info"] -= nodes
+	delete(out, "replconf")
 	for name, n := range out {
 		if n <= 0 {
 			delete(out, name)
