@@ -149,6 +149,11 @@ func runBenchmarks(dir string, realistic time.Duration) (*PodStartStop, error) {
 	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/e2e/", "^BenchmarkBackup$", "30m"); err != nil {
 		return nil, err
 	}
+	// The fleet benchmark runs up to 400 clusters, 300 pods of 3x1 among
+	// them ($VALKEY_BENCH_FLEET_SIZES, $VALKEY_BENCH_FLEET_3X1).
+	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/e2e/", "^BenchmarkFleet$", "90m"); err != nil {
+		return nil, err
+	}
 	env = []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=" + realistic.String(), "VALKEY_BENCH_ROTATIONS=2"}
 	if _, err := goTest(env, "./test/e2e/", "^BenchmarkTLSLeafRotation$", "20m"); err != nil {
 		return nil, err

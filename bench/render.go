@@ -75,6 +75,7 @@ func Render(r Report) string {
 	renderDurability(&w, r)
 	renderBackup(&w, r)
 	renderFootprint(&w, r)
+	renderFleet(&w, r)
 	renderSecretCache(&w, r)
 	return w.String()
 }

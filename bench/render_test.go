@@ -98,6 +98,35 @@ func TestRender(t *testing.T) {
 		}),
 		want: []string{"| 10 | converging | 20.0 s | 5.00 | 25.0% | 60 MiB | 64 MiB | 200 | 1500 | 7.5 |", "| 10 | idle | 30.0 s | 0.30 | 1.0% | 61 MiB | 61 MiB | 0 | 0 | – |"},
 	}, {
+		name: "fleet sorted by shape and size, goals read off the most clusters of 1x0",
+		report: with(func(r *Report) {
+			r.Records.Fleet = []record.Fleet{
+				{Shape: "3x1", Clusters: 50, Nodes: 300, ActiveSeconds: 200, SettleSeconds: 30, IdleSeconds: 60, PingIntervalSeconds: 30},
+				{Shape: "1x0", Clusters: 400, Nodes: 400, ActiveSeconds: 150, ConvergingCPUSeconds: 80, ConvergingPeakRSSMiB: 180,
+					PeakQueueDepth: 350, ReconcileP50Ms: 25, ReconcileP99Ms: 2500, SettleSeconds: 30, IdleSeconds: 60, IdleCPUSeconds: 1.2,
+					IdleRSSMiB: 150, IdleAPIRequests: 2400, IdleCommands: map[string]int{"ping": 800, "cluster|nodes": 1600, "info": 0},
+					PingIntervalSeconds: 30, PingSeconds: 60, PingCPUSeconds: 0.06},
+				{Shape: "1x0", Clusters: 50, Nodes: 50, ActiveSeconds: 20, SettleSeconds: 30, IdleSeconds: 60, PingIntervalSeconds: 30},
+			}
+		}),
+		want: []string{"## Fleet", "waits 30.0 s, then measures an idle window of 1m00s",
+			"| 1×0 | 50 | 50 | 20.0 s |",
+			"| 1×0 | 400 | 400 | 2m30s | 80.0 | 180 MiB | 350 | 25 ms / 2500 ms | 2.0% | 150 MiB | 6.0 | 6.0 | 0.10% |\n| 3×1 | 50 | 300 |",
+			"- 1×0 × 400: `cluster|nodes` 4.00, `ping` 2.00\n",
+			"- 3×1 × 50: none",
+			"set for 400 clusters of 1×0, against the run of 400",
+			"| every cluster Active after one apply | ≤ 120 s | 2m30s | no |",
+			"| idle operator CPU | ≤ 5% of a core | 2.0% | yes |",
+			"| operator RSS, highest sampled | ≤ 200 MiB | 180 MiB | yes |",
+			"| API requests per idle cluster | ≤ 2 a minute | 6.0 a minute | no |"},
+	}, {
+		name: "fleet of 3x1 only has no goals",
+		report: with(func(r *Report) {
+			r.Records.Fleet = []record.Fleet{{Shape: "3x1", Clusters: 5, Nodes: 30}}
+		}),
+		want:    []string{"## Fleet", "| 3×1 | 5 | 30 |"},
+		notWant: []string{"Goals of the fleet work"},
+	}, {
 		name: "secret cache, unfiltered first whatever the record order",
 		report: with(func(r *Report) {
 			r.Records.SecretCache = []record.SecretCache{

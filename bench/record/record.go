@@ -225,6 +225,75 @@ func MBps(bytes int64, seconds float64) float64 {
 	return float64(bytes) / 1e6 / seconds
 }
 
+// Fleet is one operator process with many clusters of one shape, created
+// all at once: until every one is Active, then over an idle window once
+// they have settled, beside the limit: a plain loop PINGing the same nodes
+// at the operator's steady resync interval.
+type Fleet struct {
+	Shape    string `json:"shape"` // "1x0", "3x1"
+	Clusters int    `json:"clusters"`
+	Nodes    int    `json:"nodes"`
+	// ActiveSeconds runs from the first create call to every cluster
+	// Active with every slot assigned.
+	ActiveSeconds float64 `json:"activeSeconds"`
+	// Converging is the operator process over those seconds: CPU-seconds
+	// (user + system), the highest RSS sampled.
+	ConvergingCPUSeconds float64 `json:"convergingCpuSeconds"`
+	ConvergingPeakRSSMiB float64 `json:"convergingPeakRssMiB"`
+	// PeakQueueDepth is the ValkeyCluster controller's workqueue_depth,
+	// the highest sampled while converging; ReconcileP50Ms and
+	// ReconcileP99Ms its controller_runtime_reconcile_time_seconds over
+	// the same time (the upper bound of the histogram bucket).
+	PeakQueueDepth float64 `json:"peakQueueDepth"`
+	ReconcileP50Ms float64 `json:"reconcileP50Ms"`
+	ReconcileP99Ms float64 `json:"reconcileP99Ms"`
+	// The idle window, after SettleSeconds with every cluster Active.
+	SettleSeconds   float64 `json:"settleSeconds"`
+	IdleSeconds     float64 `json:"idleSeconds"`
+	IdleCPUSeconds  float64 `json:"idleCpuSeconds"`
+	IdleRSSMiB      float64 `json:"idleRssMiB"` // at the end of the window
+	IdleReconciles  int     `json:"idleReconciles"`
+	IdleAPIRequests int     `json:"idleApiRequests"` // rest_client_requests_total
+	// IdleCommands is what the nodes processed during the window, summed
+	// over them, by command (INFO commandstats), the benchmark's own INFO
+	// calls taken out.
+	IdleCommands map[string]int `json:"idleCommands"`
+	// The limit: pingloop over a window as long, right after.
+	PingIntervalSeconds float64 `json:"pingIntervalSeconds"`
+	PingSeconds         float64 `json:"pingSeconds"`
+	PingCPUSeconds      float64 `json:"pingCpuSeconds"`
+	PingRSSMiB          float64 `json:"pingRssMiB"`
+}
+
+// IdleCPUShare is the operator's idle CPU as a share of one core.
+func (f Fleet) IdleCPUShare() float64 { return share(f.IdleCPUSeconds, f.IdleSeconds) }
+
+// PingCPUShare is the plain loop's CPU as a share of one core.
+func (f Fleet) PingCPUShare() float64 { return share(f.PingCPUSeconds, f.PingSeconds) }
+
+// APIRequestsPerClusterMinute is the operator's idle API traffic per
+// cluster and minute.
+func (f Fleet) APIRequestsPerClusterMinute() float64 {
+	return share(float64(f.IdleAPIRequests), f.IdleSeconds/60*float64(f.Clusters))
+}
+
+// CommandsPerNodeMinute is what each node processed per idle minute.
+func (f Fleet) CommandsPerNodeMinute() float64 {
+	total := 0
+	for _, n := range f.IdleCommands {
+		total += n
+	}
+	return share(float64(total), f.IdleSeconds/60*float64(f.Nodes))
+}
+
+// share is a/b, 0 when b is not positive.
+func share(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
 // File is one record as written to disk: exactly one field is set.
 type File struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
@@ -238,6 +307,7 @@ type File struct {
 	DurableRestart *DurableRestart `json:"durableRestart,omitempty"`
 	DurableWrites  *DurableWrites  `json:"durableWrites,omitempty"`
 	Backup         *Backup         `json:"backup,omitempty"`
+	Fleet          *Fleet          `json:"fleet,omitempty"`
 }
 
 // Set is every record of a run, in the order their files sort.
@@ -252,6 +322,7 @@ type Set struct {
 	DurableRestart []DurableRestart
 	DurableWrites  []DurableWrites
 	Backup         []Backup
+	Fleet          []Fleet
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -317,5 +388,7 @@ func (s *Set) Add(f File) {
 		s.DurableWrites = append(s.DurableWrites, *f.DurableWrites)
 	case f.Backup != nil:
 		s.Backup = append(s.Backup, *f.Backup)
+	case f.Fleet != nil:
+		s.Fleet = append(s.Fleet, *f.Fleet)
 	}
 }

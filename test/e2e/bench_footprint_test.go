@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,24 +99,7 @@ func measureFootprint(b *testing.B, bin string, n int) {
 	b.ReportMetric(conv.CPUSeconds, "CPU-s-converging")
 	b.ReportMetric(idle.RSSMiB, "MiB-RSS-idle")
 
-	if err := k8sClient.DeleteAllOf(context.Background(), &valkeyv1.ValkeyCluster{}, client.InNamespace(ns)); err != nil {
-		b.Fatal(err)
-	}
-	eventually(b, 5*time.Minute, "every cluster of "+ns+" gone", func() error {
-		var pods corev1.PodList
-		var clusters valkeyv1.ValkeyClusterList
-		var nodes valkeyv1.ValkeyNodeList
-		for _, l := range []client.ObjectList{&pods, &clusters, &nodes} {
-			if err := k8sClient.List(context.Background(), l, client.InNamespace(ns)); err != nil {
-				return err
-			}
-		}
-		if left := len(pods.Items) + len(clusters.Items) + len(nodes.Items); left > 0 {
-			return fmt.Errorf("%d pods, %d clusters, %d nodes left", len(pods.Items), len(clusters.Items), len(nodes.Items))
-		}
-		return nil
-	})
-	assertNoProcesses(b, ns)
+	deleteClustersAndWait(b, 5*time.Minute, ns)
 }
 
 func footprintBetween(clusters int, phase string, from, to procSample, peakRSS float64) record.Footprint {
@@ -193,8 +175,12 @@ func (op footprintOperator) sample(b *testing.B) procSample {
 // and 15, in clock ticks of 1/100 s on Linux) and its RSS from
 // /proc/PID/status.
 func (op footprintOperator) procStats() (procSample, error) {
+	return procStatsOf(op.cmd.Process.Pid)
+}
+
+// procStatsOf is procStats of any process.
+func procStatsOf(pid int) (procSample, error) {
 	s := procSample{at: time.Now()}
-	pid := op.cmd.Process.Pid
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return s, err
