@@ -1,9 +1,16 @@
 package v1alpha1
 
-// Condition types and reasons on ValkeyCluster and ValkeyNode status, and the
-// reasons of the Events that go with them: the one place that names them.
-// They are API: clients and alerts match on them, so a value never changes
-// once released. docs/troubleshooting.md explains each.
+// Condition types and reasons on the status of every kind, and the reasons
+// of the Events that go with them. They are API: clients and alerts match
+// on them, so a value never changes once released. docs/troubleshooting.md
+// explains each.
+//
+// Each reason is named once. Three families are named by the package that
+// decides them, next to the messages they go with: the TLS Secret checks
+// and ServedCertNotTrusted in internal/tlssecret (messages.go), the
+// references that do not resolve in internal/resolve (errors.go), and
+// status.autoscaling.holdReason in internal/autoscale (decide.go). Every
+// other reason is here.
 
 // Condition types on ValkeyCluster status.
 const (
@@ -278,6 +285,9 @@ const ReasonPrimaryLostNoReplica = "PrimaryLostNoReplica"
 const (
 	CondPodCreated   = "PodCreated"
 	ReasonPodCreated = "Created"
+	// ReasonPodCreatedEvent is the reason of the Normal Event on the
+	// ValkeyNode when its pod is created.
+	ReasonPodCreatedEvent = "PodCreated"
 )
 
 // CondBackupComplete is the one condition of a ValkeyBackup: True once

@@ -1,6 +1,8 @@
 package v1alpha1
 
-// Label, annotation and finalizer keys: the one place that names them.
+// Label, annotation and finalizer keys the operator sets or reads: the one
+// place that names them. The local runtime that tests and the demo run on
+// names its own (internal/localkube); they are no part of the API.
 const (
 	// LabelName is set to LabelNameValue on every Valkey pod.
 	LabelName      = "app.kubernetes.io/name"

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/aclplan"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -32,7 +33,7 @@ import (
 // a change of that Secret and on a tick, which also reverts ACL SETUSER
 // edits made by hand.
 type ACLReloader struct {
-	reloader[aclNode, aclPace]
+	reloader[aclplan.Node, aclPace]
 }
 
 // aclPace lets a retry between ticks visit only the nodes not yet
@@ -44,7 +45,7 @@ type aclPace struct {
 
 // SetupACLReload registers the ACL reload controller.
 func SetupACLReload(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
-	r := &ACLReloader{reloader: reloader[aclNode, aclPace]{
+	r := &ACLReloader{reloader: reloader[aclplan.Node, aclPace]{
 		condition: valkeyv1.CondACLApplied,
 		secret:    render.ACLSecretName,
 		metrics:   []*prometheus.MetricVec{aclLoads.MetricVec},
@@ -89,7 +90,7 @@ func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclS
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(vc)
 	file := string(aclSecret.Data[render.KeyACL])
-	want, err := parseACLLines(strings.Split(file, "\n"))
+	want, err := aclplan.ParseLines(strings.Split(file, "\n"))
 	if err != nil {
 		// The cluster controller renders it; a file this cannot read is a
 		// defect to report, not a reason to stop reloading.
@@ -110,21 +111,21 @@ func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclS
 	if full {
 		log.V(1).Info("ACL reconcile tick")
 	}
-	nodes := r.pass(ctx, mem, pods, func(ctx context.Context, pod *corev1.Pod, confirmed string) (aclNode, string) {
+	nodes := r.pass(ctx, mem, pods, func(ctx context.Context, pod *corev1.Pod, confirmed string) (aclplan.Node, string) {
 		// Outside a full pass, a node already confirmed on this file is
 		// reported as it was.
 		if !full && confirmed == hash {
-			return aclNode{Name: pod.Name}, hash
+			return aclplan.Node{Name: pod.Name}, hash
 		}
 		out := r.visit(ctx, vc, conn, pod, file, want)
-		if out.current() {
+		if out.Current() {
 			return out, hash
 		}
 		return out, ""
 	})
 
 	prior := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondACLApplied)
-	rep := summarizeACL(aclInput{Secret: aclSecret.Name, Nodes: nodes, Age: r.unsettled(mem), Tick: tick})
+	rep := aclplan.Summarize(aclplan.Input{Secret: aclSecret.Name, Nodes: nodes, Age: r.unsettled(mem), Tick: tick})
 	r.settle(mem, rep)
 	if prior == nil || prior.Message != rep.Message {
 		r.warn(vc, pods, aclSecret.Name, rep)
@@ -151,7 +152,7 @@ func (r *ACLReloader) full(key types.NamespacedName, hash string, tick time.Dura
 
 // settle restarts the unsettled clock once every node runs the file, so
 // the next change gets the full window of quick retries.
-func (r *ACLReloader) settle(mem *reloadMemory[aclPace], rep aclReport) {
+func (r *ACLReloader) settle(mem *reloadMemory[aclPace], rep aclplan.Report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rep.Status == metav1.ConditionTrue {
@@ -160,7 +161,7 @@ func (r *ACLReloader) settle(mem *reloadMemory[aclPace], rep aclReport) {
 }
 
 // warn emits the Warnings of a changed condition message.
-func (r *ACLReloader) warn(vc *valkeyv1.ValkeyCluster, pods []*corev1.Pod, secretName string, rep aclReport) {
+func (r *ACLReloader) warn(vc *valkeyv1.ValkeyCluster, pods []*corev1.Pod, secretName string, rep aclplan.Report) {
 	if len(rep.Rejected) > 0 {
 		byName := map[string]*corev1.Pod{}
 		for _, p := range pods {
@@ -181,18 +182,18 @@ func (r *ACLReloader) warn(vc *valkeyv1.ValkeyCluster, pods []*corev1.Pod, secre
 // visit brings one node to the rendered rules and counts the attempt.
 // The count is read off the outcome, so no way a node goes missing can
 // escape valkey_acl_loads_total{result="unreachable"}.
-func (r *ACLReloader) visit(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclUser) aclNode {
+func (r *ACLReloader) visit(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclplan.User) aclplan.Node {
 	out := r.node(ctx, vc, conn, pod, file, want)
-	if result := aclLoadResult(out); result != "" {
+	if result := aclplan.LoadResult(out); result != "" {
 		aclLoads.WithLabelValues(vc.Namespace, vc.Name, result).Inc()
 	}
 	return out
 }
 
 // node loads the node's mounted ACL file and checks what it now runs.
-func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclUser) aclNode {
+func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclplan.User) aclplan.Node {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
-	out := aclNode{Name: pod.Name}
+	out := aclplan.Node{Name: pod.Name}
 	n, err := conn.dial(ctx, pod.Name, pod.Status.PodIP)
 	if err != nil {
 		out.Unreachable = err
@@ -206,7 +207,7 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 		return out
 	}
 	version, verr := valkey.ParseVersion(info["server"]["valkey_version"])
-	if verr == nil && aclLoadUnsafe(version, info["replication"]["role"]) {
+	if verr == nil && aclplan.LoadUnsafe(version, info["replication"]["role"]) {
 		return r.nodePerUser(ctx, vc, n, file, want, out, version)
 	}
 	if err := n.AclLoad(ctx); err != nil {
@@ -229,19 +230,19 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 // nodePerUser brings a replica that would crash on ACL LOAD to the rendered
 // rules with ACL SETUSER and ACL DELUSER, which it survives.
 func (r *ACLReloader) nodePerUser(ctx context.Context, vc *valkeyv1.ValkeyCluster, n *valkey.Node, file string,
-	want map[string]aclUser, out aclNode, version valkey.Version) aclNode {
+	want map[string]aclplan.User, out aclplan.Node, version valkey.Version) aclplan.Node {
 	log := logf.FromContext(ctx).WithValues("node", out.Name)
 	lines, err := n.AclList(ctx)
 	if err != nil {
 		out.Unreachable = err
 		return out
 	}
-	got, err := parseACLLines(lines)
+	got, err := aclplan.ParseLines(lines)
 	if err != nil {
 		out.Diff = "unreadable ACL LIST: " + err.Error()
 		return out
 	}
-	set, del, err := perUserACL(file, got)
+	set, del, err := aclplan.PerUser(file, got)
 	if err != nil {
 		out.Diff = err.Error()
 		return out
@@ -296,16 +297,16 @@ func (r *ACLReloader) nodePerUser(ctx context.Context, vc *valkeyv1.ValkeyCluste
 
 // compare describes how the node's ACL LIST differs from want; "" when it
 // runs the rendered file.
-func (r *ACLReloader) compare(ctx context.Context, n *valkey.Node, want map[string]aclUser) string {
+func (r *ACLReloader) compare(ctx context.Context, n *valkey.Node, want map[string]aclplan.User) string {
 	lines, err := n.AclList(ctx)
 	if err != nil {
 		// Refused by a file from before the operator user could list
 		// ACLs, or no answer: either way not known to be current.
 		return "ACL LIST: " + err.Error()
 	}
-	got, err := parseACLLines(lines)
+	got, err := aclplan.ParseLines(lines)
 	if err != nil {
 		return "unreadable ACL LIST: " + err.Error()
 	}
-	return diffACL(want, got)
+	return aclplan.Diff(want, got)
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/aclplan"
 )
 
 // fakeNode answers the connection handshake like a Valkey 8.0.1 replica
@@ -141,7 +142,7 @@ func TestACLLoadsCountsEveryUnreachableNode(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: vc.Name + "-0"}, Status: corev1.PodStatus{PodIP: "10.0.0.1"}}
 			r := &ACLReloader{}
 
-			got := r.visit(t.Context(), vc, conn, pod, "", map[string]aclUser{})
+			got := r.visit(t.Context(), vc, conn, pod, "", map[string]aclplan.User{})
 
 			if (got.Unreachable != nil) != (tt.result == "unreachable") {
 				t.Errorf("node unreachable: %v, want %v", got.Unreachable, tt.result == "unreachable")
@@ -181,26 +182,4 @@ func aclLoadsCount(t *testing.T, vc *valkeyv1.ValkeyCluster, result string) floa
 		}
 	}
 	return 0
-}
-
-func TestACLLoadResult(t *testing.T) {
-	boom := errors.New("boom")
-	for _, tt := range []struct {
-		name string
-		node aclNode
-		want string
-	}{
-		{"nothing to send", aclNode{}, ""},
-		{"loaded", aclNode{Applied: true}, "success"},
-		{"loaded, file not projected yet", aclNode{Applied: true, Diff: "missing users [app]"}, "success"},
-		{"refused", aclNode{Rejected: boom}, "rejected"},
-		{"replica refused per-user rules", aclNode{Unsafe: "8.0.1", UnsafeErr: boom}, "rejected"},
-		{"not reached", aclNode{Unreachable: boom}, "unreachable"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := aclLoadResult(tt.node); got != tt.want {
-				t.Errorf("aclLoadResult = %q, want %q", got, tt.want)
-			}
-		})
-	}
 }

@@ -68,7 +68,7 @@ func applyAutoscaling(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, 
 	var notes []autoscaleNote
 	st := vc.Status.Autoscaling
 	if st == nil {
-		st = &valkeyv1.AutoscalingStatus{DesiredShards: clampShards(vc.Spec.Shards, a), SpecShards: vc.Spec.Shards}
+		st = &valkeyv1.AutoscalingStatus{DesiredShards: autoscale.ClampShards(vc.Spec.Shards, a), SpecShards: vc.Spec.Shards}
 		vc.Status.Autoscaling = st
 	}
 	if st.SpecShards != vc.Spec.Shards {
@@ -246,24 +246,4 @@ func unusableTriggers(a *valkeyv1.Autoscaling, nodes []*valkeyv1.ValkeyNode) str
 		msg += "; those triggers are off, a scale-in they are part of is blocked, the other triggers still apply"
 	}
 	return msg
-}
-
-// clampShards bounds a shard count by the autoscaling limits.
-func clampShards(n int32, a *valkeyv1.Autoscaling) int32 {
-	return max(a.MinShards, min(a.MaxShards, n))
-}
-
-// shardTarget is the shard count the topology engine converges to:
-// status.autoscaling.desiredShards while spec.autoscaling is set (bounded,
-// in case the bounds changed since), spec.shards otherwise, including
-// after autoscaling is removed.
-func shardTarget(vc *valkeyv1.ValkeyCluster) int32 {
-	a := vc.Spec.Autoscaling
-	if a == nil {
-		return vc.Spec.Shards
-	}
-	if st := vc.Status.Autoscaling; st != nil && st.DesiredShards > 0 {
-		return clampShards(st.DesiredShards, a)
-	}
-	return clampShards(vc.Spec.Shards, a)
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/autoscale"
 )
 
 func fp(v float64) *float64 { return &v }
@@ -59,8 +60,8 @@ func TestApplyAutoscalingScalesOutWithEvent(t *testing.T) {
 	if len(notes) != 1 || notes[0].reason != valkeyv1.ReasonScaleOut || notes[0].message != msg || notes[0].eventType != "Normal" {
 		t.Fatalf("events %+v, want one ScaleOut %q", notes, msg)
 	}
-	if got := shardTarget(vc); got != 2 {
-		t.Fatalf("shardTarget = %d, want the autoscaler's 2", got)
+	if got := autoscale.ShardTarget(vc); got != 2 {
+		t.Fatalf("ShardTarget = %d, want the autoscaler's 2", got)
 	}
 	c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondAutoscaling)
 	if c == nil || c.Reason != valkeyv1.ReasonAutoscalingActive || !strings.Contains(c.Message, "spec.shards (1) was the starting count and is ignored") {
@@ -90,8 +91,8 @@ func TestApplyAutoscalingReportsIgnoredSpecShards(t *testing.T) {
 	if len(notes) != 1 || notes[0].reason != valkeyv1.ReasonSpecShardsIgnored || !strings.Contains(notes[0].message, "spec.shards changed to 3") {
 		t.Fatalf("events %+v, want SpecShardsIgnored", notes)
 	}
-	if got := shardTarget(vc); got != 1 {
-		t.Fatalf("shardTarget = %d, want the autoscaler's 1", got)
+	if got := autoscale.ShardTarget(vc); got != 1 {
+		t.Fatalf("ShardTarget = %d, want the autoscaler's 1", got)
 	}
 	if _, notes := applyAutoscaling(vc, nodes, autoscaleNow); len(notes) != 0 {
 		t.Fatalf("reported again: %+v", notes)
@@ -162,36 +163,8 @@ func TestAutoscalingRemovedReturnsToSpecShards(t *testing.T) {
 	if vc.Status.Autoscaling != nil || meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondAutoscaling) != nil {
 		t.Fatalf("status %+v, conditions %v: want autoscaling cleared", vc.Status.Autoscaling, vc.Status.Conditions)
 	}
-	if got := shardTarget(vc); got != 1 {
-		t.Fatalf("shardTarget = %d, want spec.shards 1", got)
-	}
-}
-
-func TestShardTarget(t *testing.T) {
-	a := &valkeyv1.Autoscaling{MinShards: 2, MaxShards: 4}
-	tests := []struct {
-		name    string
-		spec    int32
-		auto    *valkeyv1.Autoscaling
-		desired int32
-		want    int32
-	}{
-		{"no autoscaling", 3, nil, 7, 3},
-		{"desired shards", 3, a, 4, 4},
-		{"desired above a lowered maxShards", 3, a, 6, 4},
-		{"before the first decision: spec.shards bounded", 1, a, 0, 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			vc := &valkeyv1.ValkeyCluster{}
-			vc.Spec.Shards, vc.Spec.Autoscaling = tt.spec, tt.auto
-			if tt.desired > 0 {
-				vc.Status.Autoscaling = &valkeyv1.AutoscalingStatus{DesiredShards: tt.desired}
-			}
-			if got := shardTarget(vc); got != tt.want {
-				t.Fatalf("shardTarget = %d, want %d", got, tt.want)
-			}
-		})
+	if got := autoscale.ShardTarget(vc); got != 1 {
+		t.Fatalf("ShardTarget = %d, want spec.shards 1", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/autoscale"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
@@ -49,7 +50,7 @@ func desiredShape(vc *valkeyv1.ValkeyCluster) (shards, replicas int) {
 	if t := vc.Status.TargetSpec; t != nil {
 		return int(t.Shards), int(t.ReplicasPerShard)
 	}
-	return int(shardTarget(vc)), int(vc.Spec.ReplicasPerShard)
+	return int(autoscale.ShardTarget(vc)), int(vc.Spec.ReplicasPerShard)
 }
 
 // applySummary writes the observed shape into status.

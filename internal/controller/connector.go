@@ -13,6 +13,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/tlsreload"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
@@ -51,7 +52,7 @@ func (c *connector) target(name, ip string) valkey.Target {
 			// Expiry is warn-only: a cluster whose certificate expired is
 			// still managed, with the chain and hostname verified.
 			Verify: func(chain []*x509.Certificate) error {
-				_, err := verifyServed(chain, serverName, c.caPEM, c.pins)
+				_, err := tlsreload.VerifyServed(chain, serverName, c.caPEM, c.pins)
 				return err
 			},
 		}

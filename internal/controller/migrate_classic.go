@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
+	"github.com/gomomento/valkey-operator/internal/classicmigrate"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -61,53 +60,33 @@ func (m classicMigration) run(ctx context.Context, slots valkey.SlotRange) error
 	if err != nil {
 		return err
 	}
-	if from.ID != m.fromID || to.ID != m.toID {
-		return fmt.Errorf("classic migration: nodes answer as %s and %s, expected %s and %s", from.ID, to.ID, m.fromID, m.toID)
+	b, err := classicmigrate.PlanBatch(from, to, m.fromID, m.toID, slots)
+	if err != nil {
+		return err
 	}
-	var importing, migrating, all []int
-	for slot := slots.Start; slot <= slots.End; slot++ {
-		fromOwns, toOwns := owns(from, slot), owns(to, slot)
-		if !fromOwns && !toOwns {
-			return fmt.Errorf("moving slot %d: neither the source nor the target owns it", slot)
-		}
-		all = append(all, slot)
-		if !toOwns && to.Importing[slot] != m.fromID {
-			importing = append(importing, slot)
-		}
-		if fromOwns && from.Migrating[slot] != m.toID {
-			migrating = append(migrating, slot)
-		}
-	}
-	// Both ends are told the owner of every slot of the batch, even where
-	// they already agree: Valkey 8 replicates SETSLOT to replicas (and
-	// copies MIGRATING/IMPORTING in a full sync), but a primary that learns
-	// the new owner from gossip, after refusing SETSLOT NODE (NOREPLICAS
-	// while a replica syncs or is gone), clears its own state without
-	// telling them. A repeat of the command is what clears the replicas'
-	// copies; on a node that already agrees it changes nothing else.
-	claim, release := all, all
 	// IMPORTING before MIGRATING: once the source sends ASK redirects the
 	// target must already accept them.
-	if err := m.to.ClusterSetSlots(ctx, importing, valkey.SlotImporting, m.fromID); err != nil {
+	if err := m.to.ClusterSetSlots(ctx, b.Importing, valkey.SlotImporting, m.fromID); err != nil {
 		return err
 	}
-	if err := m.from.ClusterSetSlots(ctx, migrating, valkey.SlotMigrating, m.toID); err != nil {
+	if err := m.from.ClusterSetSlots(ctx, b.Migrating, valkey.SlotMigrating, m.toID); err != nil {
 		return err
 	}
-	if err := m.drain(ctx, all); err != nil {
+	if err := m.drain(ctx, b.Slots); err != nil {
 		return err
 	}
 	// The target first: it bumps its config epoch and claims the slots, so
 	// the claim wins over the source's older one everywhere. Then the
-	// source, which refuses while it still holds a key of a slot.
-	if err := m.to.ClusterSetSlots(ctx, claim, valkey.SlotNode, m.toID); err != nil {
+	// source, which refuses while it still holds a key of a slot. Both are
+	// told every slot of the batch (Batch.Slots says why).
+	if err := m.to.ClusterSetSlots(ctx, b.Slots, valkey.SlotNode, m.toID); err != nil {
 		return err
 	}
-	if err := m.from.ClusterSetSlots(ctx, release, valkey.SlotNode, m.toID); err != nil {
+	if err := m.from.ClusterSetSlots(ctx, b.Slots, valkey.SlotNode, m.toID); err != nil {
 		return err
 	}
 	for _, o := range m.others {
-		_ = o.ClusterSetSlots(ctx, all, valkey.SlotNode, m.toID)
+		_ = o.ClusterSetSlots(ctx, b.Slots, valkey.SlotNode, m.toID)
 	}
 	return nil
 }
@@ -129,11 +108,8 @@ func (m classicMigration) drain(ctx context.Context, slots []int) error {
 		if len(keys) == 0 {
 			return nil
 		}
-		slots = slices.Sorted(maps.Keys(keys))
-		groups := make([][]string, len(slots))
-		for i, slot := range slots {
-			groups[i] = keys[slot]
-		}
+		var groups [][]string
+		slots, groups = classicmigrate.KeyGroups(keys)
 		if err := m.from.MigrateEach(ctx, valkey.MigrateArgs{
 			Host: m.toHost, Port: m.toPort,
 			Username: m.user, Password: m.password,
@@ -155,8 +131,4 @@ func myself(ctx context.Context, n *valkey.Node) (valkey.ClusterNode, error) {
 		return valkey.ClusterNode{}, errors.New("CLUSTER NODES on " + n.Address() + " has no myself line")
 	}
 	return me, nil
-}
-
-func owns(n valkey.ClusterNode, slot int) bool {
-	return slices.ContainsFunc(n.Slots, func(r valkey.SlotRange) bool { return r.Contains(slot) })
 }

@@ -18,6 +18,7 @@ import (
 
 	vk "github.com/valkey-io/valkey-go"
 
+	"github.com/gomomento/valkey-operator/internal/classicmigrate"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	"github.com/gomomento/valkey-operator/internal/valkey"
@@ -166,8 +167,8 @@ func (c *pair) assertOwner(t *testing.T, owner *pairNode, start, end int) {
 			t.Fatalf("node %s still migrating %v importing %v", n.id, me.Migrating, me.Importing)
 		}
 		for slot := start; slot <= end; slot++ {
-			if owns(me, slot) != (n == owner) {
-				t.Fatalf("slot %d: node %s owns=%v", slot, n.id, owns(me, slot))
+			if classicmigrate.Owns(me, slot) != (n == owner) {
+				t.Fatalf("slot %d: node %s owns=%v", slot, n.id, classicmigrate.Owns(me, slot))
 			}
 			if n != owner {
 				if k, err := n.node.ClusterGetKeysInSlot(ctx, slot, 1); err != nil || len(k) != 0 {

@@ -114,7 +114,7 @@ func (r *nodeReconciler) createObjects(ctx context.Context, node *valkeyv1.Valke
 	switch err := r.Create(ctx, pod); {
 	case err == nil:
 		log.Info("creating Pod for node")
-		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "PodCreated", "CreatePod", "created pod %s", pod.Name)
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.ReasonPodCreatedEvent, "CreatePod", "created pod %s", pod.Name)
 	case apierrors.IsAlreadyExists(err):
 	default:
 		return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)

@@ -2,11 +2,8 @@ package controller
 
 import (
 	"context"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/tlsreload"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -35,7 +33,7 @@ type NodePathFunc = func(namespace, pod, containerPath string) (string, error)
 // makes Valkey rebuild its TLS context from the files, and confirms by a
 // fresh handshake that the node serves the new leaf.
 type TLSReloader struct {
-	reloader[nodeOutcome, tlsPace]
+	reloader[tlsreload.Outcome, tlsPace]
 	// NodePath, when set, maps container paths to the node process's paths
 	// and lets the operator read the node's files. Nil in a real cluster:
 	// the rendered paths are used and the files cannot be seen.
@@ -56,7 +54,7 @@ func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath No
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	r := &TLSReloader{NodePath: nodePath, reloader: reloader[nodeOutcome, tlsPace]{
+	r := &TLSReloader{NodePath: nodePath, reloader: reloader[tlsreload.Outcome, tlsPace]{
 		condition: valkeyv1.CondCertificatesServed,
 		secret:    render.NodeTLSSecretName,
 		metrics:   []*prometheus.MetricVec{tlsCertNotAfter.MetricVec, tlsReloads.MetricVec},
@@ -93,7 +91,7 @@ func (r *TLSReloader) tick() time.Duration {
 func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copySecret *corev1.Secret, tick time.Duration) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	log.V(1).Info("TLS reconcile tick")
-	want, ok := filesOf(copySecret.Data[tlssecret.KeyCert], copySecret.Data[tlssecret.KeyPrivateKey], copySecret.Data[tlssecret.KeyCA])
+	want, ok := tlsreload.MaterialOf(copySecret.Data[tlssecret.KeyCert], copySecret.Data[tlssecret.KeyPrivateKey], copySecret.Data[tlssecret.KeyCA])
 	if !ok {
 		// The cluster controller copies only validated material.
 		return ctrl.Result{RequeueAfter: tick}, nil
@@ -120,7 +118,7 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 	outcomes := r.pass(ctx, mem, pods, pass.node)
 
 	prior := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondCertificatesServed)
-	rep := summarizeReload(reloadInput{
+	rep := tlsreload.Summarize(tlsreload.Input{
 		Secret:      vc.Spec.TLS.SecretRef,
 		Want:        want,
 		Nodes:       outcomes,
@@ -132,7 +130,7 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 	if !rep.NotAfter.IsZero() {
 		tlsCertNotAfter.WithLabelValues(vc.Namespace, vc.Name).Set(float64(rep.NotAfter.Unix()))
 	}
-	if err := r.writePins(ctx, copySecret, pins, nextPins(pins, outcomes)); err != nil {
+	if err := r.writePins(ctx, copySecret, pins, tlsreload.NextPins(pins, outcomes)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.writeStatus(ctx, key, rep.Status, rep.Reason, rep.Message, servedCounts(rep)); err != nil {
@@ -143,7 +141,7 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 
 // servedCounts writes status.tls.nodesServingCurrent and nodesTotal next
 // to the condition.
-func servedCounts(rep reloadReport) func(vc *valkeyv1.ValkeyCluster) bool {
+func servedCounts(rep tlsreload.Report) func(vc *valkeyv1.ValkeyCluster) bool {
 	return func(vc *valkeyv1.ValkeyCluster) bool {
 		if vc.Spec.TLS == nil {
 			return false
@@ -164,15 +162,15 @@ type tlsPass struct {
 	// conn dials as every controller does: the copy Secret's CA, the pins
 	// of leaves already verified, the pod's FQDN as server name.
 	conn *connector
-	want tlsFiles
+	want tlsreload.Material
 }
 
-// node probes one node, reloads it when planNode says so and probes again.
+// node probes one node, reloads it when the plan says so and probes again.
 // It returns the files hash the node is now known to have loaded: the one
 // a reload confirmed, else the one loaded before.
-func (p *tlsPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (nodeOutcome, string) {
+func (p *tlsPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (tlsreload.Outcome, string) {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
-	n := nodeTLS{Name: pod.Name, Loaded: loaded}
+	n := tlsreload.Node{Name: pod.Name, Loaded: loaded}
 	n.Served = p.probe(ctx, pod)
 	if p.r.NodePath != nil {
 		files, err := p.readFiles(pod.Name)
@@ -182,9 +180,9 @@ func (p *tlsPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (nod
 			n.Files = &files
 		}
 	}
-	o := nodeOutcome{Name: pod.Name, Before: n.Served, After: n}
-	step := planNode(p.want, n)
-	if step != stepReload {
+	o := tlsreload.Outcome{Name: pod.Name, Before: n.Served, After: n}
+	step := tlsreload.PlanNode(p.want, n)
+	if step != tlsreload.StepReload {
 		return o, loaded
 	}
 	result := "success"
@@ -217,69 +215,34 @@ func (p *tlsPass) path(pod, containerPath string) (string, error) {
 }
 
 // readFiles reads the node's certificate files as the node sees them.
-func (p *tlsPass) readFiles(pod string) (tlsFiles, error) {
+func (p *tlsPass) readFiles(pod string) (tlsreload.Material, error) {
 	var data [3][]byte
 	for i, cp := range []string{render.TLSCertFile, render.TLSKeyFile, render.TLSCAFile} {
 		hp, err := p.path(pod, cp)
 		if err != nil {
-			return tlsFiles{}, err
+			return tlsreload.Material{}, err
 		}
 		if data[i], err = os.ReadFile(hp); err != nil {
-			return tlsFiles{}, fmt.Errorf("reading %s of node %s: %w", cp, pod, err)
+			return tlsreload.Material{}, fmt.Errorf("reading %s of node %s: %w", cp, pod, err)
 		}
 	}
-	f, ok := filesOf(data[0], data[1], data[2])
+	f, ok := tlsreload.MaterialOf(data[0], data[1], data[2])
 	if !ok {
-		return tlsFiles{}, fmt.Errorf("%s of node %s holds no PEM", render.TLSCertFile, pod)
+		return tlsreload.Material{}, fmt.Errorf("%s of node %s holds no PEM", render.TLSCertFile, pod)
 	}
 	return f, nil
 }
 
-// verifyServed accepts a served chain whose leaf names serverName and
-// which caPEM trusts or whose leaf is pinned, whatever the certificates'
-// validity dates: an expired certificate is a warning, not a reason to stop
-// managing the cluster (it stays Active), and a rotation is how it gets
-// fixed, so the reload must reach a node that serves one.
-func verifyServed(chain []*x509.Certificate, serverName string, caPEM []byte, pins []string) (servedCert, error) {
-	if len(chain) == 0 {
-		return servedCert{}, errors.New("node presented no certificate")
-	}
-	leaf := chain[0]
-	if err := leaf.VerifyHostname(serverName); err != nil {
-		return servedCert{}, fmt.Errorf("served certificate: %w", err)
-	}
-	ders := make([][]byte, len(chain))
-	for i, c := range chain {
-		ders[i] = c.Raw
-	}
-	s := servedCert{
-		Fingerprint: tlssecret.Fingerprint(leaf.Raw),
-		NotAfter:    leaf.NotAfter,
-		Trusted:     tlssecret.Trusts(caPEM, ders),
-	}
-	if !s.Trusted && !slices.Contains(pins, s.Fingerprint) {
-		return servedCert{}, fmt.Errorf("%w (leaf %s, issuer %q)", errServedNotTrusted, shortFingerprint(s.Fingerprint), leaf.Issuer.String())
-	}
-	return s, nil
-}
-
-func shortFingerprint(fp string) string {
-	if len(fp) > 16 {
-		return fp[:16]
-	}
-	return fp
-}
-
 // probe reads the certificate a node serves to a new connection.
-func (p *tlsPass) probe(ctx context.Context, pod *corev1.Pod) servedCert {
+func (p *tlsPass) probe(ctx context.Context, pod *corev1.Pod) tlsreload.Served {
 	t := p.conn.target(pod.Name, pod.Status.PodIP)
 	chain, err := valkey.ServedCertificate(ctx, t)
 	if err != nil {
-		return servedCert{Err: err}
+		return tlsreload.Served{Err: err}
 	}
-	s, err := verifyServed(chain, t.TLS.ServerName, p.conn.caPEM, p.conn.pins)
+	s, err := tlsreload.VerifyServed(chain, t.TLS.ServerName, p.conn.caPEM, p.conn.pins)
 	if err != nil {
-		return servedCert{Err: err}
+		return tlsreload.Served{Err: err}
 	}
 	return s
 }
@@ -313,7 +276,7 @@ func (p *tlsPass) reload(ctx context.Context, pod *corev1.Pod) error {
 
 // announce emits the pass's Events. Each Warning is sent when the condition
 // message it belongs to changes, not on every pass.
-func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, prior *metav1.Condition, rep reloadReport, outcomes []nodeOutcome, want tlsFiles, mem *reloadMemory[tlsPace]) {
+func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, prior *metav1.Condition, rep tlsreload.Report, outcomes []tlsreload.Outcome, want tlsreload.Material, mem *reloadMemory[tlsPace]) {
 	log := logf.FromContext(ctx)
 	priorMsg := ""
 	if prior != nil {
@@ -340,7 +303,7 @@ func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 	if complete {
 		log.Info("TLS rotation complete", "nodes", rep.Total, "fingerprint", want.Leaf)
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonRotationComplete, "ReloadTLS",
-			"all %d nodes serve the certificate in Secret %q (SHA-256 %s)", rep.Total, vc.Spec.TLS.SecretRef, shortFingerprint(want.Leaf))
+			"all %d nodes serve the certificate in Secret %q (SHA-256 %s)", rep.Total, vc.Spec.TLS.SecretRef, tlsreload.ShortFingerprint(want.Leaf))
 	}
 }
 

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -302,12 +303,7 @@ func (w *podWorker) containerEnv(pod *corev1.Pod, c *corev1.Container) ([]string
 				data[k] = string(v)
 			}
 		}
-		keys := make([]string, 0, len(data))
-		for k := range data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
 			set(ef.Prefix+k, data[k])
 		}
 	}
@@ -426,13 +422,8 @@ func subscript(path, field string) (string, bool) {
 
 // formatMap renders labels or annotations as the downward API does.
 func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b.WriteString("\n")
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -158,11 +159,11 @@ func Warnings(info *Info, now time.Time) []Warning {
 	}
 	var out []Warning
 	leaf := info.Leaf
-	if eku := leaf.ExtKeyUsages; len(eku) > 0 && !contains(eku, UsageAny) {
-		if !contains(eku, UsageServerAuth) {
+	if eku := leaf.ExtKeyUsages; len(eku) > 0 && !slices.Contains(eku, UsageAny) {
+		if !slices.Contains(eku, UsageServerAuth) {
 			out = append(out, Warning{ReasonMissingServerAuth, MissingServerAuthMessage(info.SecretName)})
 		}
-		if !contains(eku, UsageClientAuth) {
+		if !slices.Contains(eku, UsageClientAuth) {
 			out = append(out, Warning{ReasonMissingClientAuth, MissingClientAuthMessage(info.SecretName)})
 		}
 	}
@@ -176,13 +177,4 @@ func Warnings(info *Info, now time.Time) []Warning {
 		out = append(out, Warning{ReasonCertificateExpiringSoon, ExpiringSoonMessage(info.SecretName, leaf.NotAfter)})
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package controller
+package tlsreload
 
 import (
 	"crypto/x509"
@@ -18,81 +18,81 @@ import (
 func TestFilesOf(t *testing.T) {
 	ca := testcerts.NewCA("ca")
 	leaf := testcerts.Leaf(ca, "c", "ns", "cluster.local")
-	f, ok := filesOf(leaf.CertPEM, leaf.KeyPEM, ca.CertPEM)
+	f, ok := MaterialOf(leaf.CertPEM, leaf.KeyPEM, ca.CertPEM)
 	if !ok || f.Leaf != tlssecret.Fingerprint(leaf.Cert.Raw) {
-		t.Fatalf("filesOf = %+v, %v; want leaf %s", f, ok, tlssecret.Fingerprint(leaf.Cert.Raw))
+		t.Fatalf("MaterialOf = %+v, %v; want leaf %s", f, ok, tlssecret.Fingerprint(leaf.Cert.Raw))
 	}
 	other := testcerts.NewCA("other")
-	g, _ := filesOf(leaf.CertPEM, leaf.KeyPEM, testcerts.Bundle(ca, other))
+	g, _ := MaterialOf(leaf.CertPEM, leaf.KeyPEM, testcerts.Bundle(ca, other))
 	if g.Leaf != f.Leaf || g.Hash == f.Hash {
 		t.Errorf("a CA bundle change must change the hash but not the leaf: %+v vs %+v", g, f)
 	}
 	// Bytes moved from one file to the next are a different set of files.
-	a, _ := filesOf(leaf.CertPEM, []byte("ab"), []byte("c"))
-	b, _ := filesOf(leaf.CertPEM, []byte("a"), []byte("bc"))
+	a, _ := MaterialOf(leaf.CertPEM, []byte("ab"), []byte("c"))
+	b, _ := MaterialOf(leaf.CertPEM, []byte("a"), []byte("bc"))
 	if a.Hash == b.Hash {
 		t.Error("hash ignores file boundaries")
 	}
-	if _, ok := filesOf([]byte("junk"), nil, nil); ok {
-		t.Error("filesOf accepted a tls.crt without PEM")
+	if _, ok := MaterialOf([]byte("junk"), nil, nil); ok {
+		t.Error("MaterialOf accepted a tls.crt without PEM")
 	}
 }
 
 func TestPlanNode(t *testing.T) {
-	want := tlsFiles{Leaf: "new", Hash: "H-new"}
-	old := &tlsFiles{Leaf: "old", Hash: "H-old"}
-	cur := &tlsFiles{Leaf: "new", Hash: "H-new"}
-	caOnly := &tlsFiles{Leaf: "old", Hash: "H-old-newca"}
-	served := func(fp string) servedCert { return servedCert{Fingerprint: fp, Trusted: true} }
-	down := servedCert{Err: errors.New("connection refused")}
+	want := Material{Leaf: "new", Hash: "H-new"}
+	old := &Material{Leaf: "old", Hash: "H-old"}
+	cur := &Material{Leaf: "new", Hash: "H-new"}
+	caOnly := &Material{Leaf: "old", Hash: "H-old-newca"}
+	served := func(fp string) Served { return Served{Fingerprint: fp, Trusted: true} }
+	down := Served{Err: errors.New("connection refused")}
 
 	tests := []struct {
 		name string
-		n    nodeTLS
-		want reloadStep
+		n    Node
+		want Step
 	}{
-		{"unreachable", nodeTLS{Served: down, Files: cur}, stepUnreachable},
-		{"files unseen: always reload", nodeTLS{Served: served("new")}, stepReload},
-		{"files unseen, old served", nodeTLS{Served: served("old")}, stepReload},
-		{"settled", nodeTLS{Served: served("new"), Files: cur, Loaded: "H-new"}, stepNone},
-		{"not yet projected", nodeTLS{Served: served("old"), Files: old, Loaded: "H-old"}, stepAwaitFiles},
-		{"projected, not loaded", nodeTLS{Served: served("old"), Files: cur, Loaded: "H-old"}, stepReload},
-		{"projected, load unknown", nodeTLS{Served: served("old"), Files: cur}, stepReload},
-		{"serving, but never reloaded by this process", nodeTLS{Served: served("new"), Files: cur}, stepReload},
-		{"CA bundle changed alone", nodeTLS{Served: served("old"), Files: caOnly, Loaded: "H-old"}, stepReload},
-		{"old files, load unknown: reloading them is harmless", nodeTLS{Served: served("old"), Files: old}, stepReload},
-		{"intermediate version on disk", nodeTLS{Served: served("v1"), Files: old, Loaded: "H-v1"}, stepReload},
+		{"unreachable", Node{Served: down, Files: cur}, StepUnreachable},
+		{"files unseen: always reload", Node{Served: served("new")}, StepReload},
+		{"files unseen, old served", Node{Served: served("old")}, StepReload},
+		{"settled", Node{Served: served("new"), Files: cur, Loaded: "H-new"}, StepNone},
+		{"not yet projected", Node{Served: served("old"), Files: old, Loaded: "H-old"}, StepAwaitFiles},
+		{"projected, not loaded", Node{Served: served("old"), Files: cur, Loaded: "H-old"}, StepReload},
+		{"projected, load unknown", Node{Served: served("old"), Files: cur}, StepReload},
+		{"serving, but never reloaded by this process", Node{Served: served("new"), Files: cur}, StepReload},
+		{"CA bundle changed alone", Node{Served: served("old"), Files: caOnly, Loaded: "H-old"}, StepReload},
+		{"old files, load unknown: reloading them is harmless", Node{Served: served("old"), Files: old}, StepReload},
+		{"intermediate version on disk", Node{Served: served("v1"), Files: old, Loaded: "H-v1"}, StepReload},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := planNode(want, tc.n); got != tc.want {
-				t.Errorf("planNode = %s, want %s", got, tc.want)
+			if got := PlanNode(want, tc.n); got != tc.want {
+				t.Errorf("PlanNode = %s, want %s", got, tc.want)
 			}
 		})
 	}
 }
 
 func TestSummarizeReload(t *testing.T) {
-	want := tlsFiles{Leaf: "new", Hash: "H-new"}
-	cur := &tlsFiles{Leaf: "new", Hash: "H-new"}
-	old := &tlsFiles{Leaf: "old", Hash: "H-old"}
+	want := Material{Leaf: "new", Hash: "H-new"}
+	cur := &Material{Leaf: "new", Hash: "H-new"}
+	old := &Material{Leaf: "old", Hash: "H-old"}
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	serve := func(fp string, trusted bool, notAfter time.Time) servedCert {
-		return servedCert{Fingerprint: fp, Trusted: trusted, NotAfter: notAfter}
+	serve := func(fp string, trusted bool, notAfter time.Time) Served {
+		return Served{Fingerprint: fp, Trusted: trusted, NotAfter: notAfter}
 	}
-	done := func(name string) nodeOutcome {
+	done := func(name string) Outcome {
 		s := serve("new", true, t0)
-		return nodeOutcome{Name: name, Before: s, After: nodeTLS{Name: name, Served: s, Files: cur, Loaded: "H-new"}}
+		return Outcome{Name: name, Before: s, After: Node{Name: name, Served: s, Files: cur, Loaded: "H-new"}}
 	}
-	reloaded := func(name string) nodeOutcome {
-		return nodeOutcome{Name: name, Before: serve("old", true, t0.Add(-time.Hour)), Reloaded: true,
-			After: nodeTLS{Name: name, Served: serve("new", true, t0), Files: cur, Loaded: "H-new"}}
+	reloaded := func(name string) Outcome {
+		return Outcome{Name: name, Before: serve("old", true, t0.Add(-time.Hour)), Reloaded: true,
+			After: Node{Name: name, Served: serve("new", true, t0), Files: cur, Loaded: "H-new"}}
 	}
-	waiting := func(name string, trusted bool) nodeOutcome {
+	waiting := func(name string, trusted bool) Outcome {
 		s := serve("old", trusted, t0.Add(-time.Hour))
-		return nodeOutcome{Name: name, Before: s, After: nodeTLS{Name: name, Served: s, Files: old, Loaded: "H-old"}}
+		return Outcome{Name: name, Before: s, After: Node{Name: name, Served: s, Files: old, Loaded: "H-old"}}
 	}
-	failed := func(name string) nodeOutcome {
+	failed := func(name string) Outcome {
 		o := waiting(name, true)
 		o.After.Files = cur
 		o.ReloadErr = errors.New("ERR CONFIG SET failed")
@@ -105,7 +105,7 @@ func TestSummarizeReload(t *testing.T) {
 
 	tests := []struct {
 		name        string
-		nodes       []nodeOutcome
+		nodes       []Outcome
 		prior       *metav1.Condition
 		age         time.Duration
 		status      metav1.ConditionStatus
@@ -121,55 +121,55 @@ func TestSummarizeReload(t *testing.T) {
 	}{
 		{name: "no nodes", status: metav1.ConditionUnknown, reason: valkeyv1.ReasonWaiting,
 			message: "no running nodes to check", requeue: time.Second},
-		{name: "steady", nodes: []nodeOutcome{done("a"), done("b")}, prior: truePrior,
+		{name: "steady", nodes: []Outcome{done("a"), done("b")}, prior: truePrior,
 			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 2 nodes serve the certificate in Secret "tls"`, serving: 2, requeue: tick, notAfterSet: true},
-		{name: "first pass after formation is no rotation", nodes: []nodeOutcome{done("a")},
+		{name: "first pass after formation is no rotation", nodes: []Outcome{done("a")},
 			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 1 nodes serve the certificate in Secret "tls"`, serving: 1, requeue: tick, notAfterSet: true},
-		{name: "reloaded in this pass", nodes: []nodeOutcome{reloaded("a"), done("b")}, prior: truePrior,
+		{name: "reloaded in this pass", nodes: []Outcome{reloaded("a"), done("b")}, prior: truePrior,
 			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 2 nodes serve the certificate in Secret "tls"`, serving: 2, complete: true, requeue: tick, notAfterSet: true},
-		{name: "finished after waiting", nodes: []nodeOutcome{done("a"), done("b")}, prior: falsePrior,
+		{name: "finished after waiting", nodes: []Outcome{done("a"), done("b")}, prior: falsePrior,
 			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 2 nodes serve the certificate in Secret "tls"`, serving: 2, complete: true, requeue: tick, notAfterSet: true},
-		{name: "waiting for the kubelet", nodes: []nodeOutcome{waiting("b", true), done("a")}, age: 3 * time.Second,
+		{name: "waiting for the kubelet", nodes: []Outcome{waiting("b", true), done("a")}, age: 3 * time.Second,
 			status: metav1.ConditionFalse, reason: valkeyv1.ReasonRotationInProgress,
 			message: `1 of 2 nodes serve the certificate in Secret "tls"; waiting for the rest to receive and load it`,
 			serving: 1, requeue: time.Second, notAfterSet: true},
-		{name: "waiting past the fast window", nodes: []nodeOutcome{waiting("a", true)}, age: 5 * time.Minute,
+		{name: "waiting past the fast window", nodes: []Outcome{waiting("a", true)}, age: 5 * time.Minute,
 			status: metav1.ConditionFalse, reason: valkeyv1.ReasonRotationInProgress,
 			message: `0 of 1 nodes serve the certificate in Secret "tls"; waiting for the rest to receive and load it`,
 			requeue: tick, notAfterSet: true},
-		{name: "CA rotated without the bundle step", nodes: []nodeOutcome{waiting("b", false), waiting("a", false)},
+		{name: "CA rotated without the bundle step", nodes: []Outcome{waiting("b", false), waiting("a", false)},
 			status: metav1.ConditionFalse, reason: tlssecret.ReasonServedCertNotTrusted, message: untrusted("a", "b"),
 			untrusted: []string{"a", "b"}, warn: untrusted("a", "b"), requeue: time.Second, notAfterSet: true},
 		{name: "untrusted, healed by this pass's reload: warned, not reported",
-			nodes:  []nodeOutcome{func() nodeOutcome { o := reloaded("a"); o.Before.Trusted = false; return o }()},
+			nodes:  []Outcome{func() Outcome { o := reloaded("a"); o.Before.Trusted = false; return o }()},
 			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 1 nodes serve the certificate in Secret "tls"`, serving: 1,
 			untrusted: []string{"a"}, warn: untrusted("a"), complete: true, requeue: tick, notAfterSet: true},
-		{name: "untrusted and unpinned", nodes: []nodeOutcome{{Name: "a",
-			Before: servedCert{Err: errServedNotTrusted}, After: nodeTLS{Name: "a", Served: servedCert{Err: errServedNotTrusted}}}},
+		{name: "untrusted and unpinned", nodes: []Outcome{{Name: "a",
+			Before: Served{Err: errNotTrusted}, After: Node{Name: "a", Served: Served{Err: errNotTrusted}}}},
 			status: metav1.ConditionFalse, reason: tlssecret.ReasonServedCertNotTrusted, message: untrusted("a"),
 			untrusted: []string{"a"}, warn: untrusted("a"), requeue: time.Second},
-		{name: "one node's failure does not hide the others", nodes: []nodeOutcome{failed("b"), reloaded("a")},
+		{name: "one node's failure does not hide the others", nodes: []Outcome{failed("b"), reloaded("a")},
 			status: metav1.ConditionFalse, reason: valkeyv1.ReasonReloadFailed,
 			message: `1 of 2 nodes serve the certificate in Secret "tls"; reload failed on 1: b: ERR CONFIG SET failed`,
 			serving: 1, failures: 1, requeue: time.Second, notAfterSet: true},
-		{name: "unreachable node", nodes: []nodeOutcome{done("a"), {Name: "b",
-			Before: servedCert{Err: errors.New("connection refused")}, After: nodeTLS{Name: "b", Served: servedCert{Err: errors.New("connection refused")}}}},
+		{name: "unreachable node", nodes: []Outcome{done("a"), {Name: "b",
+			Before: Served{Err: errors.New("connection refused")}, After: Node{Name: "b", Served: Served{Err: errors.New("connection refused")}}}},
 			prior: truePrior, status: metav1.ConditionFalse, reason: valkeyv1.ReasonReloadFailed,
 			message: `1 of 2 nodes serve the certificate in Secret "tls"; reload failed on 1: b: connection refused`,
 			serving: 1, failures: 1, requeue: time.Second, notAfterSet: true},
-		{name: "blind: serving is all that can be confirmed", nodes: []nodeOutcome{{Name: "a", Reloaded: true,
-			Before: serve("new", true, t0), After: nodeTLS{Name: "a", Served: serve("new", true, t0)}}}, prior: truePrior,
+		{name: "blind: serving is all that can be confirmed", nodes: []Outcome{{Name: "a", Reloaded: true,
+			Before: serve("new", true, t0), After: Node{Name: "a", Served: serve("new", true, t0)}}}, prior: truePrior,
 			status: metav1.ConditionTrue, reason: valkeyv1.ReasonServingCurrent,
 			message: `all 1 nodes serve the certificate in Secret "tls"`, serving: 1, requeue: tick, notAfterSet: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := summarizeReload(reloadInput{Secret: "tls", Want: want, Nodes: tc.nodes, Prior: tc.prior, MismatchAge: tc.age, Tick: tick})
+			got := Summarize(Input{Secret: "tls", Want: want, Nodes: tc.nodes, Prior: tc.prior, MismatchAge: tc.age, Tick: tick})
 			if got.Status != tc.status || got.Reason != tc.reason || got.Message != tc.message {
 				t.Errorf("condition = %s/%s %q\nwant        %s/%s %q", got.Status, got.Reason, got.Message, tc.status, tc.reason, tc.message)
 			}
@@ -197,40 +197,40 @@ func TestSummarizeReload(t *testing.T) {
 
 func TestSummarizeReloadEarliestNotAfter(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := func(name string, notAfter time.Time) nodeOutcome {
-		s := servedCert{Fingerprint: "x", Trusted: true, NotAfter: notAfter}
-		return nodeOutcome{Name: name, Before: s, After: nodeTLS{Served: s}}
+	n := func(name string, notAfter time.Time) Outcome {
+		s := Served{Fingerprint: "x", Trusted: true, NotAfter: notAfter}
+		return Outcome{Name: name, Before: s, After: Node{Served: s}}
 	}
-	got := summarizeReload(reloadInput{Want: tlsFiles{Leaf: "x"}, Nodes: []nodeOutcome{n("a", t0.Add(time.Hour)), n("b", t0), n("c", t0.Add(2*time.Hour))}})
+	got := Summarize(Input{Want: Material{Leaf: "x"}, Nodes: []Outcome{n("a", t0.Add(time.Hour)), n("b", t0), n("c", t0.Add(2*time.Hour))}})
 	if !got.NotAfter.Equal(t0) {
 		t.Errorf("NotAfter = %s, want %s", got.NotAfter, t0)
 	}
 }
 
 func TestNextPins(t *testing.T) {
-	ok := func(fp string) servedCert { return servedCert{Fingerprint: fp, Trusted: true} }
-	pinned := func(fp string) servedCert { return servedCert{Fingerprint: fp} }
-	down := servedCert{Err: errors.New("down")}
-	node := func(before, after servedCert) nodeOutcome {
-		return nodeOutcome{Before: before, After: nodeTLS{Served: after}}
+	ok := func(fp string) Served { return Served{Fingerprint: fp, Trusted: true} }
+	pinned := func(fp string) Served { return Served{Fingerprint: fp} }
+	down := Served{Err: errors.New("down")}
+	node := func(before, after Served) Outcome {
+		return Outcome{Before: before, After: Node{Served: after}}
 	}
 	tests := []struct {
 		name  string
 		old   []string
-		nodes []nodeOutcome
+		nodes []Outcome
 		want  []string
 	}{
-		{"first convergence", nil, []nodeOutcome{node(ok("a"), ok("a")), node(ok("a"), ok("a"))}, []string{"a"}},
-		{"leaves no node serves drop out", []string{"old"}, []nodeOutcome{node(ok("a"), ok("a"))}, []string{"a"}},
-		{"a reloaded node's previous leaf drops out", []string{"old"}, []nodeOutcome{node(pinned("old"), ok("new")), node(pinned("old"), ok("new"))}, []string{"new"}},
-		{"mid rotation keeps both", []string{"old"}, []nodeOutcome{node(pinned("old"), ok("new")), node(pinned("old"), pinned("old"))}, []string{"new", "old"}},
-		{"an absent node keeps old pins", []string{"old"}, []nodeOutcome{node(ok("new"), ok("new")), node(down, down)}, []string{"new", "old"}},
-		{"nothing answered", []string{"old"}, []nodeOutcome{node(down, down)}, []string{"old"}},
+		{"first convergence", nil, []Outcome{node(ok("a"), ok("a")), node(ok("a"), ok("a"))}, []string{"a"}},
+		{"leaves no node serves drop out", []string{"old"}, []Outcome{node(ok("a"), ok("a"))}, []string{"a"}},
+		{"a reloaded node's previous leaf drops out", []string{"old"}, []Outcome{node(pinned("old"), ok("new")), node(pinned("old"), ok("new"))}, []string{"new"}},
+		{"mid rotation keeps both", []string{"old"}, []Outcome{node(pinned("old"), ok("new")), node(pinned("old"), pinned("old"))}, []string{"new", "old"}},
+		{"an absent node keeps old pins", []string{"old"}, []Outcome{node(ok("new"), ok("new")), node(down, down)}, []string{"new", "old"}},
+		{"nothing answered", []string{"old"}, []Outcome{node(down, down)}, []string{"old"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := nextPins(tc.old, tc.nodes); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("nextPins = %v, want %v", got, tc.want)
+			if got := NextPins(tc.old, tc.nodes); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("NextPins = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -238,11 +238,8 @@ func TestNextPins(t *testing.T) {
 	for i := range 40 {
 		many = append(many, strings.Repeat("p", i+1))
 	}
-	if got := nextPins(many, []nodeOutcome{node(ok("new"), ok("new")), node(down, down)}); len(got) != maxPins || got[0] != "new" {
+	if got := NextPins(many, []Outcome{node(ok("new"), ok("new")), node(down, down)}); len(got) != maxPins || got[0] != "new" {
 		t.Errorf("capped pins = %d, first %q; want %d, the current leaf first", len(got), got[0], maxPins)
-	}
-	if got := parsePins(" a, ,b,"); !reflect.DeepEqual(got, []string{"a", "b"}) {
-		t.Errorf("parsePins = %q", got)
 	}
 }
 
@@ -289,12 +286,12 @@ func TestVerifyServed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := verifyServed(tc.chain, server, tc.ca, tc.pins)
+			got, err := VerifyServed(tc.chain, server, tc.ca, tc.pins)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.err)
 				}
-				if strings.Contains(tc.err, "trusted neither") && !(servedCert{Err: err}).untrusted() {
+				if strings.Contains(tc.err, "trusted neither") && !(Served{Err: err}).untrusted() {
 					t.Errorf("an unpinned untrusted chain must count as untrusted")
 				}
 				return

@@ -1,4 +1,4 @@
-package controller
+package aclplan
 
 import (
 	"fmt"
@@ -19,12 +19,12 @@ import (
 // soon until every node runs the rendered rules, for a bounded time, and
 // then falls back to its tick.
 const (
-	aclRetryPending     = time.Second
-	aclRetryUnreachable = 5 * time.Second
-	aclConvergeWindow   = 2 * time.Minute
+	retryPending     = time.Second
+	retryUnreachable = 5 * time.Second
+	convergeWindow   = 2 * time.Minute
 )
 
-// aclUser is one user's ACL as Valkey enforces it, reduced to what a
+// User is one user's ACL as Valkey enforces it, reduced to what a
 // rendered line and an ACL LIST line of the same rules have in common.
 // Valkey rewrites rules when it stores them (it lowercases commands and
 // categories, drops a command or category rule that a later rule for the
@@ -32,15 +32,15 @@ const (
 // whole command overrides, merges a pattern's read and write flags, and
 // adds sanitize-payload, resetchannels and -@all); normalising both sides
 // the same way makes equal rules compare equal, in either direction.
-type aclUser struct {
+type User struct {
 	On        bool
 	NoPass    bool
 	Hashes    []string // sorted, distinct
-	Root      aclSelector
-	Selectors []aclSelector
+	Root      Selector
+	Selectors []Selector
 }
 
-type aclSelector struct {
+type Selector struct {
 	// Keys maps a key pattern to its access: "R", "W" or "RW".
 	Keys map[string]string
 	// Channels are the channel patterns, sorted and distinct.
@@ -54,15 +54,15 @@ type aclSelector struct {
 	Other []string
 }
 
-// parseACLLine parses "user <name> <rules...>", as rendered or as ACL LIST
+// parseLine parses "user <name> <rules...>", as rendered or as ACL LIST
 // prints it.
-func parseACLLine(line string) (string, aclUser, error) {
+func parseLine(line string) (string, User, error) {
 	fields := strings.Fields(line)
 	if len(fields) < 2 || fields[0] != "user" {
-		return "", aclUser{}, fmt.Errorf("not a user line: %q", truncate(line, 80))
+		return "", User{}, fmt.Errorf("not a user line: %q", truncate(line, 80))
 	}
 	name := fields[1]
-	u := aclUser{Root: newSelector()}
+	u := User{Root: newSelector()}
 	for i := 2; i < len(fields); i++ {
 		f := fields[i]
 		if strings.HasPrefix(f, "(") {
@@ -75,7 +75,7 @@ func parseACLLine(line string) (string, aclUser, error) {
 			}
 			body := strings.Join(parts, " ")
 			if !strings.HasSuffix(body, ")") {
-				return "", aclUser{}, fmt.Errorf("user %q: unterminated selector", name)
+				return "", User{}, fmt.Errorf("user %q: unterminated selector", name)
 			}
 			sel := newSelector()
 			for _, t := range strings.Fields(body[1 : len(body)-1]) {
@@ -108,9 +108,9 @@ func parseACLLine(line string) (string, aclUser, error) {
 	return name, u, nil
 }
 
-func newSelector() aclSelector { return aclSelector{Keys: map[string]string{}} }
+func newSelector() Selector { return Selector{Keys: map[string]string{}} }
 
-func (s *aclSelector) apply(t string) {
+func (s *Selector) apply(t string) {
 	switch {
 	case t == "resetkeys":
 		s.Keys = map[string]string{}
@@ -142,7 +142,7 @@ func (s *aclSelector) apply(t string) {
 	}
 }
 
-func (s *aclSelector) addKey(pattern, flags string) {
+func (s *Selector) addKey(pattern, flags string) {
 	have := s.Keys[pattern]
 	r := strings.Contains(have+flags, "R")
 	w := strings.Contains(have+flags, "W")
@@ -159,7 +159,7 @@ func (s *aclSelector) addKey(pattern, flags string) {
 // addCommand applies a rule the way Valkey records it: a rule replaces any
 // earlier rule for the same name, and a rule for a whole command also
 // replaces the earlier rules for its subcommands.
-func (s *aclSelector) addCommand(rule string) {
+func (s *Selector) addCommand(rule string) {
 	name := rule[1:]
 	whole := !strings.HasPrefix(name, "@") && !strings.Contains(name, "|")
 	s.Commands = slices.DeleteFunc(s.Commands, func(r string) bool {
@@ -169,7 +169,7 @@ func (s *aclSelector) addCommand(rule string) {
 	s.Commands = append(s.Commands, rule)
 }
 
-func (s aclSelector) finish() aclSelector {
+func (s Selector) finish() Selector {
 	if slices.Contains(s.Channels, "*") {
 		s.Channels = []string{"*"}
 	}
@@ -178,7 +178,7 @@ func (s aclSelector) finish() aclSelector {
 	return s
 }
 
-func (s aclSelector) equal(o aclSelector) bool {
+func (s Selector) equal(o Selector) bool {
 	if len(s.Keys) != len(o.Keys) {
 		return false
 	}
@@ -191,7 +191,7 @@ func (s aclSelector) equal(o aclSelector) bool {
 		slices.Equal(s.Commands, o.Commands) && slices.Equal(s.Other, o.Other)
 }
 
-func (u aclUser) equal(o aclUser) bool {
+func (u User) equal(o User) bool {
 	if u.On != o.On || u.NoPass != o.NoPass || !slices.Equal(u.Hashes, o.Hashes) ||
 		!u.Root.equal(o.Root) || len(u.Selectors) != len(o.Selectors) {
 		return false
@@ -204,16 +204,16 @@ func (u aclUser) equal(o aclUser) bool {
 	return true
 }
 
-// parseACLLines parses an ACL file or ACL LIST output into users by name,
+// ParseLines parses an ACL file or ACL LIST output into users by name,
 // skipping blank lines.
-func parseACLLines(lines []string) (map[string]aclUser, error) {
-	out := map[string]aclUser{}
+func ParseLines(lines []string) (map[string]User, error) {
+	out := map[string]User{}
 	for _, l := range lines {
 		l = strings.TrimSpace(l)
 		if l == "" {
 			continue
 		}
-		name, u, err := parseACLLine(l)
+		name, u, err := parseLine(l)
 		if err != nil {
 			return nil, err
 		}
@@ -225,9 +225,9 @@ func parseACLLines(lines []string) (map[string]aclUser, error) {
 	return out, nil
 }
 
-// diffACL describes how what a node runs differs from what was rendered,
+// Diff describes how what a node runs differs from what was rendered,
 // naming users but never their password hashes; "" when they agree.
-func diffACL(want, got map[string]aclUser) string {
+func Diff(want, got map[string]User) string {
 	var missing, extra, changed []string
 	for name, w := range want {
 		g, ok := got[name]
@@ -256,31 +256,31 @@ func diffACL(want, got map[string]aclUser) string {
 	return strings.Join(parts, "; ")
 }
 
-// aclLoadUnsafe says whether ACL LOAD would crash a node; such a node is
-// updated one user at a time instead (perUserACL).
-func aclLoadUnsafe(v valkey.Version, role string) bool {
+// LoadUnsafe says whether ACL LOAD would crash a node; such a node is
+// updated one user at a time instead (PerUser).
+func LoadUnsafe(v valkey.Version, role string) bool {
 	return role == valkey.RoleReplica && valkey.ACLLoadCrashesReplicas(v)
 }
 
-// aclSetUser is one ACL SETUSER: the user's name and its rendered rules,
+// SetUser is one ACL SETUSER: the user's name and its rendered rules,
 // each selector one argument.
-type aclSetUser struct {
+type SetUser struct {
 	Name  string
 	Rules []string
 }
 
-// perUserACL is what brings a node that runs got to the rendered file
+// PerUser is what brings a node that runs got to the rendered file
 // without ACL LOAD: an ACL SETUSER for every user missing or different, an
 // ACL DELUSER for every user not rendered. The operator's own user comes
 // last, so the connection doing the work keeps its rights until the end.
-func perUserACL(file string, got map[string]aclUser) (set []aclSetUser, del []string, err error) {
+func PerUser(file string, got map[string]User) (set []SetUser, del []string, err error) {
 	want := map[string]bool{}
 	for _, line := range strings.Split(file, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		name, u, err := parseACLLine(line)
+		name, u, err := parseLine(line)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -288,11 +288,11 @@ func perUserACL(file string, got map[string]aclUser) (set []aclSetUser, del []st
 		if g, ok := got[name]; ok && g.equal(u) {
 			continue
 		}
-		rules, err := aclRuleArgs(line)
+		rules, err := ruleArgs(line)
 		if err != nil {
 			return nil, nil, err
 		}
-		set = append(set, aclSetUser{Name: name, Rules: rules})
+		set = append(set, SetUser{Name: name, Rules: rules})
 	}
 	for name := range got {
 		if !want[name] && name != render.DefaultUser {
@@ -300,15 +300,15 @@ func perUserACL(file string, got map[string]aclUser) (set []aclSetUser, del []st
 		}
 	}
 	sort.Strings(del)
-	if i := slices.IndexFunc(set, func(s aclSetUser) bool { return s.Name == render.OperatorUser }); i >= 0 {
+	if i := slices.IndexFunc(set, func(s SetUser) bool { return s.Name == render.OperatorUser }); i >= 0 {
 		set = append(append(set[:i:i], set[i+1:]...), set[i])
 	}
 	return set, del, nil
 }
 
-// aclRuleArgs splits "user <name> <rules...>" into ACL SETUSER arguments:
+// ruleArgs splits "user <name> <rules...>" into ACL SETUSER arguments:
 // each rule one argument, a "( ... )" selector kept whole.
-func aclRuleArgs(line string) ([]string, error) {
+func ruleArgs(line string) ([]string, error) {
 	fields := strings.Fields(line)
 	if len(fields) < 2 || fields[0] != "user" {
 		return nil, fmt.Errorf("not a user line: %q", truncate(line, 80))
@@ -330,8 +330,8 @@ func aclRuleArgs(line string) ([]string, error) {
 	return args, nil
 }
 
-// aclNode is what one pass learned about one node.
-type aclNode struct {
+// Node is what one pass learned about one node.
+type Node struct {
 	Name string
 	// Unreachable: the node could not be asked (connect, auth, timeout).
 	Unreachable error
@@ -350,10 +350,10 @@ type aclNode struct {
 	Applied bool
 }
 
-// aclLoadResult is the valkey_acl_loads_total result one visit counts
+// LoadResult is the valkey_acl_loads_total result one visit counts
 // under, "" when nothing was sent. A node that went away at any step
 // counts as unreachable: the dial, INFO, ACL LIST and the load itself.
-func aclLoadResult(n aclNode) string {
+func LoadResult(n Node) string {
 	switch {
 	case n.Unreachable != nil:
 		return "unreachable"
@@ -365,35 +365,37 @@ func aclLoadResult(n aclNode) string {
 	return ""
 }
 
-func (n aclNode) current() bool {
+// Current says the node runs the rendered rules: reached, not refused,
+// and no difference left.
+func (n Node) Current() bool {
 	return n.Unreachable == nil && n.Rejected == nil && n.Diff == "" && n.Unsafe == ""
 }
 
-// aclInput is one pass over a cluster.
-type aclInput struct {
+// Input is one pass over a cluster.
+type Input struct {
 	Secret string
-	Nodes  []aclNode
+	Nodes  []Node
 	// Age is how long the cluster's nodes have not all run the rendered
 	// file (zero when they just did or the file just changed).
 	Age  time.Duration
 	Tick time.Duration
 }
 
-type aclReport struct {
+type Report struct {
 	Status  metav1.ConditionStatus
 	Reason  string
 	Message string
 	Requeue time.Duration
 	// Rejected are the nodes that refused the file, for Events.
-	Rejected []aclNode
+	Rejected []Node
 }
 
-// summarizeACL turns a pass into the ACLApplied condition and when to look
+// Summarize turns a pass into the ACLApplied condition and when to look
 // again. A rejected file outranks an unreachable node, which outranks a
 // node whose file has not been projected yet: each is what a user must act
 // on first.
-func summarizeACL(in aclInput) aclReport {
-	rep := aclReport{Requeue: in.Tick}
+func Summarize(in Input) Report {
+	rep := Report{Requeue: in.Tick}
 	if len(in.Nodes) == 0 {
 		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonWaiting
 		rep.Message = "no running node to load the ACL file into yet"
@@ -455,14 +457,22 @@ func summarizeACL(in aclInput) aclReport {
 		rep.Message = fmt.Sprintf("all %d nodes run the ACL rules in Secret %q", total, in.Secret)
 		return rep
 	}
-	if in.Age < aclConvergeWindow {
+	if in.Age < convergeWindow {
 		switch {
 		case len(pending) > 0:
-			rep.Requeue = aclRetryPending
+			rep.Requeue = retryPending
 		default:
-			rep.Requeue = aclRetryUnreachable
+			rep.Requeue = retryUnreachable
 		}
 		rep.Requeue = min(rep.Requeue, in.Tick)
 	}
 	return rep
+}
+
+// truncate keeps a node's error short enough for a condition message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

@@ -1,4 +1,4 @@
-package controller
+package tlsreload
 
 import (
 	"crypto/sha256"
@@ -18,22 +18,22 @@ import (
 
 // How the reload controller paces itself while a rotation is under way.
 const (
-	// reloadFastRequeue is how often a cluster whose nodes do not yet serve
+	// fastRequeue is how often a cluster whose nodes do not yet serve
 	// the Secret's material is re-checked: the kubelet's projection lands at
 	// an unknown moment and the reload should follow it closely.
-	reloadFastRequeue = time.Second
-	// reloadFastWindow bounds fast re-checking: past it a node that still
+	fastRequeue = time.Second
+	// fastWindow bounds fast re-checking: past it a node that still
 	// does not converge is stuck on something a tick will not fix sooner
 	// (a refused reload, a CA it cannot be verified against), and the
 	// safety tick takes over.
-	reloadFastWindow = 2 * time.Minute
+	fastWindow = 2 * time.Minute
 	// maxPins bounds the verified-leaf annotation.
 	maxPins = 16
 )
 
-// tlsFiles identifies a set of TLS material, as the copy Secret holds it or
+// Material identifies a set of TLS material, as the copy Secret holds it or
 // as a node's files hold it.
-type tlsFiles struct {
+type Material struct {
 	// Leaf is the fingerprint of the first certificate in tls.crt: what a
 	// node serves once it has loaded these files.
 	Leaf string
@@ -42,12 +42,12 @@ type tlsFiles struct {
 	Hash string
 }
 
-// filesOf identifies the material in the three keys; ok is false when
+// MaterialOf identifies the material in the three keys; ok is false when
 // tls.crt holds no PEM block.
-func filesOf(cert, key, ca []byte) (tlsFiles, bool) {
+func MaterialOf(cert, key, ca []byte) (Material, bool) {
 	block, _ := pem.Decode(cert)
 	if block == nil {
-		return tlsFiles{}, false
+		return Material{}, false
 	}
 	h := sha256.New()
 	for _, part := range [][]byte{cert, key, ca} {
@@ -55,11 +55,11 @@ func filesOf(cert, key, ca []byte) (tlsFiles, bool) {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
-	return tlsFiles{Leaf: tlssecret.Fingerprint(block.Bytes), Hash: hex.EncodeToString(h.Sum(nil))}, true
+	return Material{Leaf: tlssecret.Fingerprint(block.Bytes), Hash: hex.EncodeToString(h.Sum(nil))}, true
 }
 
-// servedCert is what one TLS handshake with a node showed.
-type servedCert struct {
+// Served is what one TLS handshake with a node showed.
+type Served struct {
 	// Fingerprint of the leaf the node presented; empty when Err is set.
 	Fingerprint string
 	NotAfter    time.Time
@@ -71,99 +71,99 @@ type servedCert struct {
 	Err error
 }
 
-// errServedNotTrusted marks a handshake refused because neither ca.crt nor
+// errNotTrusted marks a handshake refused because neither ca.crt nor
 // a pin accepts the served chain.
-var errServedNotTrusted = errors.New("served certificate is trusted neither by ca.crt nor as a certificate this node served before")
+var errNotTrusted = errors.New("served certificate is trusted neither by ca.crt nor as a certificate this node served before")
 
 // untrusted says the current ca.crt does not trust what the node serves,
 // whether or not a pin let the operator in anyway.
-func (s servedCert) untrusted() bool {
+func (s Served) untrusted() bool {
 	if s.Err != nil {
-		return errors.Is(s.Err, errServedNotTrusted)
+		return errors.Is(s.Err, errNotTrusted)
 	}
 	return !s.Trusted
 }
 
-// nodeTLS is one node as the reload controller sees it in a pass.
-type nodeTLS struct {
+// Node is one node as the reload controller sees it in a pass.
+type Node struct {
 	Name   string
-	Served servedCert
+	Served Served
 	// Files is what the node's certificate files hold; nil when the
 	// operator cannot read them (in a real cluster they are in the pod).
-	Files *tlsFiles
+	Files *Material
 	// Loaded is the Files.Hash this operator last had the node load, empty
 	// when unknown (a pod it has not reloaded yet, or after a restart).
 	Loaded string
 }
 
-type reloadStep int
+type Step int
 
 const (
-	// stepNone: the node serves what its files hold and has loaded them.
-	stepNone reloadStep = iota
-	// stepReload: the node's files hold material it has not loaded, or the
+	// StepNone: the node serves what its files hold and has loaded them.
+	StepNone Step = iota
+	// StepReload: the node's files hold material it has not loaded, or the
 	// files cannot be seen.
-	stepReload
-	// stepAwaitFiles: the node has loaded its files, but the kubelet has not
+	StepReload
+	// StepAwaitFiles: the node has loaded its files, but the kubelet has not
 	// yet projected the copy Secret's current material into them.
-	stepAwaitFiles
-	// stepUnreachable: the node's served certificate could not be read.
-	stepUnreachable
+	StepAwaitFiles
+	// StepUnreachable: the node's served certificate could not be read.
+	StepUnreachable
 )
 
-func (s reloadStep) String() string {
+func (s Step) String() string {
 	return [...]string{"none", "reload", "await-files", "unreachable"}[s]
 }
 
-// planNode decides what one node needs. The node's files decide, not the
+// PlanNode decides what one node needs. The node's files decide, not the
 // API object: reloading before the kubelet has projected the new material
 // would only reload the old files. When the files cannot be seen the
 // reload is re-issued every pass; it is harmless, since it changes only
 // what new connections are presented.
-func planNode(want tlsFiles, n nodeTLS) reloadStep {
+func PlanNode(want Material, n Node) Step {
 	if n.Served.Err != nil {
-		return stepUnreachable
+		return StepUnreachable
 	}
 	if n.Files == nil {
-		return stepReload
+		return StepReload
 	}
 	if n.Files.Leaf != n.Served.Fingerprint || n.Loaded != n.Files.Hash {
-		return stepReload
+		return StepReload
 	}
 	if n.Files.Hash != want.Hash {
-		return stepAwaitFiles
+		return StepAwaitFiles
 	}
-	return stepNone
+	return StepNone
 }
 
 // settled says nothing more is expected of a node for the material want.
 // Without visible files, serving the leaf is all that can be confirmed.
-func settled(want tlsFiles, n nodeTLS) bool {
+func settled(want Material, n Node) bool {
 	if n.Served.Err != nil || n.Served.Fingerprint != want.Leaf {
 		return false
 	}
-	return n.Files == nil || planNode(want, n) == stepNone
+	return n.Files == nil || PlanNode(want, n) == StepNone
 }
 
-// nodeOutcome is one node at the end of a pass.
-type nodeOutcome struct {
+// Outcome is one node at the end of a pass.
+type Outcome struct {
 	Name string
 	// Before is the handshake that opened the pass.
-	Before servedCert
+	Before Served
 	// After is the node at the end of the pass: Served re-read after a
 	// reload, Loaded updated when the reload was confirmed.
-	After nodeTLS
+	After Node
 	// Reloaded says a reload was issued and accepted.
 	Reloaded  bool
 	ReloadErr error
 }
 
-// reloadInput is everything summarizeReload looks at.
-type reloadInput struct {
+// Input is everything Summarize looks at.
+type Input struct {
 	// Secret names the user's Secret in messages.
 	Secret string
-	Want   tlsFiles
-	Nodes  []nodeOutcome
+	Want   Material
+	Nodes  []Outcome
 	// Prior is the CertificatesServed condition before the pass, nil when
 	// it was never set.
 	Prior *metav1.Condition
@@ -173,8 +173,8 @@ type reloadInput struct {
 	Tick time.Duration
 }
 
-// reloadReport is what a pass means for status, Events and pacing.
-type reloadReport struct {
+// Report is what a pass means for status, Events and pacing.
+type Report struct {
 	Status  metav1.ConditionStatus
 	Reason  string
 	Message string
@@ -199,9 +199,9 @@ type reloadReport struct {
 	Requeue  time.Duration
 }
 
-// summarizeReload turns a pass into a condition, Events and a requeue.
-func summarizeReload(in reloadInput) reloadReport {
-	out := reloadReport{Total: len(in.Nodes)}
+// Summarize turns a pass into a condition, Events and a requeue.
+func Summarize(in Input) Report {
+	out := Report{Total: len(in.Nodes)}
 	var untrustedAfter []string
 	allSettled := true
 	changed := false
@@ -264,15 +264,15 @@ func summarizeReload(in reloadInput) reloadReport {
 	switch {
 	case out.Status == metav1.ConditionTrue:
 		out.Requeue = in.Tick
-	case in.MismatchAge < reloadFastWindow:
-		out.Requeue = reloadFastRequeue
+	case in.MismatchAge < fastWindow:
+		out.Requeue = fastRequeue
 	default:
 		out.Requeue = in.Tick
 	}
 	return out
 }
 
-// nextPins is the set of leaf fingerprints the operator has verified nodes
+// NextPins is the set of leaf fingerprints the operator has verified nodes
 // serving: every leaf accepted at the end of this pass (by ca.crt or by an
 // earlier pin). Earlier pins are kept while some node could not be read, so
 // a node that is briefly away can still be verified when it returns. Leaves
@@ -280,7 +280,7 @@ func summarizeReload(in reloadInput) reloadReport {
 // served only before this pass reloaded it drops out at once: the set is
 // also what says whether some node may still serve an older leaf, which
 // holds the last step of a CA rotation (tlssecret.CABundleMissing).
-func nextPins(old []string, nodes []nodeOutcome) []string {
+func NextPins(old []string, nodes []Outcome) []string {
 	var out []string
 	keepOld := false
 	for _, n := range nodes {

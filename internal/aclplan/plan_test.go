@@ -1,4 +1,4 @@
-package controller
+package aclplan
 
 import (
 	"errors"
@@ -117,15 +117,15 @@ func TestDiffACL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want, err := parseACLLines(tt.rendered)
+			want, err := ParseLines(tt.rendered)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := parseACLLines(tt.listed)
+			got, err := ParseLines(tt.listed)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := diffACL(want, got); d != tt.want {
+			if d := Diff(want, got); d != tt.want {
 				t.Fatalf("diff = %q, want %q", d, tt.want)
 			}
 		})
@@ -139,32 +139,32 @@ func TestParseACLLinesRefuses(t *testing.T) {
 		{"user x on (~a +get"},
 		{"user x on", "user x off"},
 	} {
-		if _, err := parseACLLines(lines); err == nil {
-			t.Errorf("parseACLLines(%q) succeeded", lines)
+		if _, err := ParseLines(lines); err == nil {
+			t.Errorf("ParseLines(%q) succeeded", lines)
 		}
 	}
-	if got, err := parseACLLines([]string{"", "  ", "user x off"}); err != nil || len(got) != 1 {
+	if got, err := ParseLines([]string{"", "  ", "user x off"}); err != nil || len(got) != 1 {
 		t.Errorf("blank lines: %v, %v", got, err)
 	}
 }
 
 func TestDiffACLNeverShowsHashes(t *testing.T) {
-	want, _ := parseACLLines([]string{"user a on #" + aclHashX})
-	got, _ := parseACLLines([]string{"user a on #" + aclHashB})
-	if d := diffACL(want, got); d == "" || strings.Contains(d, aclHashX[:8]) || strings.Contains(d, aclHashB[:8]) {
+	want, _ := ParseLines([]string{"user a on #" + aclHashX})
+	got, _ := ParseLines([]string{"user a on #" + aclHashB})
+	if d := Diff(want, got); d == "" || strings.Contains(d, aclHashX[:8]) || strings.Contains(d, aclHashB[:8]) {
 		t.Fatalf("diff %q", d)
 	}
 }
 
 func TestSummarizeACL(t *testing.T) {
 	const tick = 30 * time.Second
-	ok := func(n string) aclNode { return aclNode{Name: n} }
-	rejected := aclNode{Name: "c-1", Rejected: errors.New("ERR Error in user declaration 'x': Unknown command or category name in ACL")}
-	down := aclNode{Name: "c-2", Unreachable: errors.New("connecting to node c-2: i/o timeout")}
-	lagging := aclNode{Name: "c-3", Diff: "different users [app]"}
+	ok := func(n string) Node { return Node{Name: n} }
+	rejected := Node{Name: "c-1", Rejected: errors.New("ERR Error in user declaration 'x': Unknown command or category name in ACL")}
+	down := Node{Name: "c-2", Unreachable: errors.New("connecting to node c-2: i/o timeout")}
+	lagging := Node{Name: "c-3", Diff: "different users [app]"}
 	tests := []struct {
 		name        string
-		nodes       []aclNode
+		nodes       []Node
 		age         time.Duration
 		status      metav1.ConditionStatus
 		reason      string
@@ -174,34 +174,34 @@ func TestSummarizeACL(t *testing.T) {
 	}{
 		{name: "no node yet", status: metav1.ConditionFalse, reason: valkeyv1.ReasonWaiting,
 			message: "no running node to load the ACL file into yet", requeue: tick},
-		{name: "every node current", nodes: []aclNode{ok("c-0"), ok("c-1")}, status: metav1.ConditionTrue, reason: valkeyv1.ReasonACLCurrent,
+		{name: "every node current", nodes: []Node{ok("c-0"), ok("c-1")}, status: metav1.ConditionTrue, reason: valkeyv1.ReasonACLCurrent,
 			message: `all 2 nodes run the ACL rules in Secret "c-acl"`, requeue: tick},
-		{name: "file not projected yet: retry soon", nodes: []aclNode{ok("c-0"), lagging}, age: 3 * time.Second,
+		{name: "file not projected yet: retry soon", nodes: []Node{ok("c-0"), lagging}, age: 3 * time.Second,
 			status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLPending,
 			message: `1 of 2 nodes [c-3] do not run the ACL file in Secret "c-acl" yet (different users [app]); their mounted file has not been updated`,
-			requeue: aclRetryPending},
-		{name: "not projected for too long: back to the tick", nodes: []aclNode{lagging}, age: aclConvergeWindow,
+			requeue: retryPending},
+		{name: "not projected for too long: back to the tick", nodes: []Node{lagging}, age: convergeWindow,
 			status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLPending, requeue: tick},
-		{name: "unreachable node does not hide the others and is retried", nodes: []aclNode{ok("c-0"), down, lagging}, age: time.Second,
+		{name: "unreachable node does not hide the others and is retried", nodes: []Node{ok("c-0"), down, lagging}, age: time.Second,
 			status: metav1.ConditionFalse, reason: valkeyv1.ReasonUnreachable,
 			message: `cannot reach 1 of 3 nodes [c-2] to load the ACL file in Secret "c-acl": connecting to node c-2: i/o timeout`,
-			requeue: aclRetryPending},
-		{name: "unreachable alone retries less often", nodes: []aclNode{ok("c-0"), down}, age: time.Second,
-			status: metav1.ConditionFalse, reason: valkeyv1.ReasonUnreachable, requeue: aclRetryUnreachable},
+			requeue: retryPending},
+		{name: "unreachable alone retries less often", nodes: []Node{ok("c-0"), down}, age: time.Second,
+			status: metav1.ConditionFalse, reason: valkeyv1.ReasonUnreachable, requeue: retryUnreachable},
 		{name: "replica that would crash on ACL LOAD and refuses ACL SETUSER is reported, not retried",
-			nodes: []aclNode{ok("c-0"), {Name: "c-4", Unsafe: "8.0.1", UnsafeErr: errors.New("NOPERM User _momento_operator has no permissions to run the 'acl|setuser' command")}, down},
+			nodes: []Node{ok("c-0"), {Name: "c-4", Unsafe: "8.0.1", UnsafeErr: errors.New("NOPERM User _momento_operator has no permissions to run the 'acl|setuser' command")}, down},
 			age:   time.Second, status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLLoadUnsafe,
 			message: `1 of 3 nodes [c-4] are replicas running Valkey 8.0.1, which crashes on ACL LOAD (fixed in 8.0.3), and refused the rules one user at a time ` +
 				`(NOPERM User _momento_operator has no permissions to run the 'acl|setuser' command): they keep their previous ACL rules until upgraded or replaced, and do not run the ACL file in Secret "c-acl"`,
 			requeue: tick},
-		{name: "rejection outranks the rest and names node and error", nodes: []aclNode{ok("c-0"), rejected, down}, age: time.Second,
+		{name: "rejection outranks the rest and names node and error", nodes: []Node{ok("c-0"), rejected, down}, age: time.Second,
 			status: metav1.ConditionFalse, reason: valkeyv1.ReasonACLRejected,
 			message: `1 of 3 nodes rejected the ACL file in Secret "c-acl" and keep their previous ACL rules: node c-1: ERR Error in user declaration 'x': Unknown command or category name in ACL`,
-			requeue: aclRetryUnreachable, rejectedLen: 1},
+			requeue: retryUnreachable, rejectedLen: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := summarizeACL(aclInput{Secret: "c-acl", Nodes: tt.nodes, Age: tt.age, Tick: tick})
+			rep := Summarize(Input{Secret: "c-acl", Nodes: tt.nodes, Age: tt.age, Tick: tick})
 			if rep.Status != tt.status || rep.Reason != tt.reason || (tt.message != "" && rep.Message != tt.message) {
 				t.Fatalf("got %s (%s): %s", rep.Status, rep.Reason, rep.Message)
 			}
@@ -233,8 +233,8 @@ func TestACLLoadUnsafe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := aclLoadUnsafe(v, tt.role); got != tt.want {
-			t.Errorf("aclLoadUnsafe(%s, %s) = %v, want %v", tt.version, tt.role, got, tt.want)
+		if got := LoadUnsafe(v, tt.role); got != tt.want {
+			t.Errorf("LoadUnsafe(%s, %s) = %v, want %v", tt.version, tt.role, got, tt.want)
 		}
 	}
 }
@@ -243,8 +243,8 @@ func TestPerUserACL(t *testing.T) {
 	const file = "user app on #" + aclHashB + " resetchannels %R~app:* +@read (~cache:* +get +set)\n" +
 		"user default off\n" +
 		"user _momento_operator on #" + aclHashX + " resetchannels +cluster +acl|setuser\n"
-	running := func(lines ...string) map[string]aclUser {
-		got, err := parseACLLines(lines)
+	running := func(lines ...string) map[string]User {
+		got, err := ParseLines(lines)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,13 +256,13 @@ func TestPerUserACL(t *testing.T) {
 		"user _momento_operator on sanitize-payload #"+aclHashX+" resetchannels -@all +cluster +acl|setuser")
 	tests := []struct {
 		name    string
-		got     map[string]aclUser
-		wantSet []aclSetUser
+		got     map[string]User
+		wantSet []SetUser
 		wantDel []string
 	}{
 		{name: "a node that runs the file needs nothing", got: current},
-		{name: "every user missing: the operator's own last", got: map[string]aclUser{},
-			wantSet: []aclSetUser{
+		{name: "every user missing: the operator's own last", got: map[string]User{},
+			wantSet: []SetUser{
 				{"app", []string{"on", "#" + aclHashB, "resetchannels", "%R~app:*", "+@read", "(~cache:* +get +set)"}},
 				{"default", []string{"off"}},
 				{"_momento_operator", []string{"on", "#" + aclHashX, "resetchannels", "+cluster", "+acl|setuser"}},
@@ -273,7 +273,7 @@ func TestPerUserACL(t *testing.T) {
 				"user old on nopass ~* +@all",
 				"user zzz on nopass ~* +@all",
 				"user _momento_operator on #"+aclHashX+" resetchannels -@all +cluster +acl|setuser"),
-			wantSet: []aclSetUser{
+			wantSet: []SetUser{
 				{"app", []string{"on", "#" + aclHashB, "resetchannels", "%R~app:*", "+@read", "(~cache:* +get +set)"}},
 				{"default", []string{"off"}},
 			},
@@ -281,7 +281,7 @@ func TestPerUserACL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			set, del, err := perUserACL(file, tt.got)
+			set, del, err := PerUser(file, tt.got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +290,29 @@ func TestPerUserACL(t *testing.T) {
 			}
 		})
 	}
-	if _, err := aclRuleArgs("user x on (~a +get"); err == nil {
+	if _, err := ruleArgs("user x on (~a +get"); err == nil {
 		t.Fatal("unterminated selector accepted")
+	}
+}
+
+func TestLoadResult(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tt := range []struct {
+		name string
+		node Node
+		want string
+	}{
+		{"nothing to send", Node{}, ""},
+		{"loaded", Node{Applied: true}, "success"},
+		{"loaded, file not projected yet", Node{Applied: true, Diff: "missing users [app]"}, "success"},
+		{"refused", Node{Rejected: boom}, "rejected"},
+		{"replica refused per-user rules", Node{Unsafe: "8.0.1", UnsafeErr: boom}, "rejected"},
+		{"not reached", Node{Unreachable: boom}, "unreachable"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LoadResult(tt.node); got != tt.want {
+				t.Errorf("LoadResult = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
