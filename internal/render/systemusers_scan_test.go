@@ -31,8 +31,11 @@ var operatorPackages = []string{
 
 // otherClients are packages that talk to Valkey as a user of their own:
 // restore drives a scratch server (the loader) as that server's default
-// user.
-var otherClients = []string{"github.com/gomomento/valkey-operator/internal/restore"}
+// user; the fleet benchmark's ping loop, the nodes' default user.
+var otherClients = []string{
+	"github.com/gomomento/valkey-operator/internal/restore",
+	"github.com/gomomento/valkey-operator/bench/pingloop",
+}
 
 // clientCommands are what valkey-go sends by itself on a connection the
 // operator opens with valkey.Dial (HELLO and AUTH need no grant).
