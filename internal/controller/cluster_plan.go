@@ -4,16 +4,16 @@ import (
 	"context"
 	"time"
 
-	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// plan has the planner decide the wave from the observation alone (while
-// the TLS Secret is invalid, it keeps only healing; while a fleet rollout
-// has not given the cluster its turn, the roll waits); creations of nodes
-// whose containers keep failing back off, and none is created while a
-// node runs another Valkey version than its image declares or cannot load
-// the data of the newer primary a downgrade put it under.
+// plan gathers the facts the planner decides from and runs the wave it
+// gets as it is. Besides the observation: whether the TLS Secret is
+// invalid, whether a fleet rollout has given the cluster its turn, how
+// many node containers exited in a row (the replacement record, kept in
+// an annotation across reconciles) and whether a node runs another Valkey
+// version than its image declares or cannot load the data of the newer
+// primary a downgrade put it under.
 func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	shards, replicas := desiredShape(s.vc)
 	s.creating = !formed(s.vc)
@@ -21,6 +21,10 @@ func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseRes
 	if err != nil {
 		return phaseResult{}, err
 	}
+	now := time.Now()
+	s.failures = containerFailures(s.o)
+	rec := countFailures(replacementRecordOf(s.vc), s.failures, s.o.nodes, now)
+	s.versionMismatch, s.versionReason = versionCheck(s.o, s.res, now)
 	s.in = topology.Input{
 		Shards:           shards,
 		ReplicasPerShard: replicas,
@@ -28,19 +32,16 @@ func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseRes
 		AtomicMigration:  s.o.allAtLeast9(),
 		BatchSize:        r.Options.SlotBatch,
 		Members:          s.o.members,
-		Now:              time.Now(),
+		Now:              now,
 		HoldForTLS:       s.tls.Failure != nil,
 		HoldRoll:         holdRoll,
+		Backoff:          rec.backoff(),
+		HoldForVersion:   s.versionMismatch,
 	}
-	wave := topology.Plan(s.in)
-	s.failures = containerFailures(s.o)
-	if s.wave, s.held, err = r.backOffReplacements(ctx, s.vc, s.o, s.failures, wave); err != nil {
+	s.wave = topology.Plan(s.in)
+	if err := r.writeReplacementRecord(ctx, s.vc, rec.settled(s.wave)); err != nil {
 		return phaseResult{}, err
 	}
-	s.versionMismatch, s.versionReason = versionMismatch(s.o.nodes, s.o.versions, s.res), valkeyv1.ReasonVersionMismatch
-	if s.versionMismatch == "" && s.res != nil {
-		s.versionMismatch, s.versionReason = downgradeBlocked(s.o.members, s.o.nodes, s.o.versions, s.res.Image, s.in.Now), valkeyv1.ReasonDowngradeBlocked
-	}
-	s.wave = holdForVersion(s.wave, s.versionMismatch)
+	s.held = backoffHeld(s.wave)
 	return nextPhase, nil
 }

@@ -54,7 +54,7 @@ func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlr
 		if wave.Done() && !s.rotating && !restorePending(vc) && !s.live.busy() {
 			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 		}
-		if lead := wave.Lead(); lead.Reason == topology.ReasonUnschedulable || lead.Reason == topology.ReasonWaitAutoFailover {
+		if lead := wave.Lead(); loggedWait(lead) {
 			log.Info(lead.Reason, "detail", lead.Detail)
 		}
 		return ctrlrt.Result{RequeueAfter: afterWait(wave.Lead(), r.Options.PendingRequeue)}, nil
@@ -148,6 +148,19 @@ func afterWave(wave topology.Wave) ctrlrt.Result {
 		}
 	}
 	return ctrlrt.Result{RequeueAfter: after}
+}
+
+// loggedWait says whether a wait is worth a log line of its own: a
+// bootstrap the scheduler blocks, or a lost primary Valkey is expected to
+// fail over. The other waits show in status only.
+func loggedWait(lead topology.Action) bool {
+	switch lead.Cause {
+	case topology.CauseAutoFailover:
+		return true
+	case topology.CausePodUnschedulable:
+		return lead.Tier == topology.TierBootstrap
+	}
+	return false
 }
 
 // afterWait is how soon to look again when the plan only waits: soon for a

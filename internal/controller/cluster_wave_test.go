@@ -36,3 +36,29 @@ func TestAfterWait(t *testing.T) {
 		t.Errorf("a pending interval shorter than a step's is kept: got %s", got)
 	}
 }
+
+// A wait gets a log line of its own by its cause and tier, whatever its
+// sentence says.
+func TestLoggedWait(t *testing.T) {
+	wait := func(tier topology.Tier, c topology.WaitCause, reason string) topology.Action {
+		return topology.Action{Kind: topology.KindWait, Tier: tier, Cause: c, Reason: reason}
+	}
+	tests := []struct {
+		name string
+		lead topology.Action
+		want bool
+	}{
+		{"a bootstrap the scheduler blocks", wait(topology.TierBootstrap, topology.CausePodUnschedulable, "reworded"), true},
+		{"Valkey's own failover awaited", wait(topology.TierStability, topology.CauseAutoFailover, "reworded"), true},
+		{"a formed cluster's unscheduled replacement shows in status only", wait(topology.TierStability, topology.CausePodUnschedulable, topology.ReasonPodUnschedulable), false},
+		{"the sentence without its cause", wait(topology.TierStability, topology.CauseNone, topology.ReasonWaitAutoFailover), false},
+		{"a step of a procedure", wait(topology.TierBootstrap, topology.CauseNone, "waiting for nodes to learn each other"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := loggedWait(tt.lead); got != tt.want {
+				t.Errorf("loggedWait = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

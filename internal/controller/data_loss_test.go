@@ -113,43 +113,6 @@ func TestLostShardSlots(t *testing.T) {
 	}
 }
 
-// What the reconciler reports and how it paces itself follow the actions'
-// fields, never their wording: every Reason rewritten, nothing changes.
-func TestReasonWordingChangesNothing(t *testing.T) {
-	o := lossFixture(map[string]topology.PodPhase{"cache-a": topology.PodGone, "cache-c": topology.PodRunning})
-	actions := []topology.Action{
-		{Kind: topology.KindForget, LosesData: true, Reason: topology.ReasonPrimaryLostNoReplica,
-			Detail: "cache-a", Forget: &topology.Forget{NodeID: "id-cache-a"}},
-		{Kind: topology.KindForget, Reason: "forgetting departed node",
-			Detail: "cache-a", Forget: &topology.Forget{NodeID: "id-cache-a"}},
-		{Kind: topology.KindMigrateSlots, Retry: true, Reason: topology.ReasonRetryMigration,
-			MigrateSlots: &topology.MigrateSlots{From: "cache-a", To: "cache-c"}},
-		{Kind: topology.KindFailover, Reason: topology.ReasonTakeover, Failover: &topology.Failover{Node: "cache-b"}},
-	}
-	for _, a := range actions {
-		reworded := a
-		reworded.Reason = "something else entirely"
-		l1, lost1 := lostShard(o, a)
-		l2, lost2 := lostShard(o, reworded)
-		if lost1 != lost2 || l1.message(time.Time{}) != l2.message(time.Time{}) {
-			t.Errorf("%s: loss %v/%v after rewording, was %v/%v", a.Kind, l2, lost2, l1, lost1)
-		}
-		w1, w2 := topology.Wave{Actions: []topology.Action{a}}, topology.Wave{Actions: []topology.Action{reworded}}
-		if afterWave(w1) != afterWave(w2) {
-			t.Errorf("%s: requeue %v after rewording, was %v", a.Kind, afterWave(w2), afterWave(w1))
-		}
-	}
-	if _, lost := lostShard(o, actions[0]); !lost {
-		t.Fatal("a forget that loses data is not reported")
-	}
-	if _, lost := lostShard(o, actions[1]); lost {
-		t.Fatal("a departed node's forget is reported as a loss")
-	}
-	if afterWave(topology.Wave{Actions: actions[2:3]}).RequeueAfter != afterFailedMigration {
-		t.Fatal("a retried migration is not paced as a retry")
-	}
-}
-
 func TestLostNodeIsTheEventsRelatedObject(t *testing.T) {
 	n := &valkeyv1.ValkeyNode{}
 	n.Name = "cache-a"

@@ -13,10 +13,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
-// reasonBackoffWait is the planner-style reason of the wait that replaces
-// held node creations.
-const reasonBackoffWait = "replacements back off after repeated container failures"
-
 // The first replacement of a failed node is immediate: one crash should
 // cost as little as possible. From the second failure in a row each
 // replacement waits twice as long, from replacementBackoffBase up to
@@ -50,12 +46,45 @@ func (rec replacementRecord) delay() time.Duration {
 // next is when the next node may be created.
 func (rec replacementRecord) next() time.Time { return rec.Last.Add(rec.delay()) }
 
-// countFailures folds this tick's exited containers into the record and
-// forgets counted nodes that are gone; converged resets it.
-func countFailures(rec replacementRecord, failures []containerFailure, nodes map[string]*valkeyv1.ValkeyNode, converged bool, now time.Time) replacementRecord {
-	if converged {
+// backoff is the record as the planner's input: the planner holds node
+// creations until next.
+func (rec replacementRecord) backoff() topology.ReplacementBackoff {
+	return topology.ReplacementBackoff{Failures: rec.Failures, Until: rec.next()}
+}
+
+// settled is the record to keep once the wave is planned: a converged
+// cluster starts over. A hold never makes a wave Done nor keeps one from
+// it, so the backoff the plan was given does not bear on this.
+func (rec replacementRecord) settled(wave topology.Wave) replacementRecord {
+	if wave.Done() {
 		return replacementRecord{}
 	}
+	return rec
+}
+
+// backoffHeld is what ContainersHealthy says of the backoff: the planner's
+// word when it held a node creation back this tick, whether the wave
+// waits on it or other actions go on; "" otherwise.
+func backoffHeld(wave topology.Wave) string {
+	if h, ok := wave.HeldBy(topology.CauseReplacementBackoff); ok {
+		return h.Detail
+	}
+	return ""
+}
+
+// replacementRecordOf reads the cluster's record. One that does not parse
+// is dropped: the worst is one hot replacement more.
+func replacementRecordOf(vc *valkeyv1.ValkeyCluster) replacementRecord {
+	var rec replacementRecord
+	if raw := vc.Annotations[valkeyv1.AnnotationReplacementBackoff]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &rec)
+	}
+	return rec
+}
+
+// countFailures folds this tick's exited containers into the record and
+// forgets counted nodes that are gone.
+func countFailures(rec replacementRecord, failures []containerFailure, nodes map[string]*valkeyv1.ValkeyNode, now time.Time) replacementRecord {
 	out := replacementRecord{Failures: rec.Failures, Last: rec.Last}
 	for _, n := range rec.Counted {
 		if _, ok := nodes[n]; ok {
@@ -74,66 +103,8 @@ func countFailures(rec replacementRecord, failures []containerFailure, nodes map
 	return out
 }
 
-// holdCreations drops the wave's node creations while the backoff runs,
-// leaving a wait in their place if nothing else is left. It returns the
-// message that says so, or "" when nothing is held.
-func holdCreations(wave topology.Wave, rec replacementRecord, now time.Time) (topology.Wave, string) {
-	next := rec.next()
-	if !now.Before(next) {
-		return wave, ""
-	}
-	msg := fmt.Sprintf("%d node container(s) exited in a row; the next node is created at %s", rec.Failures, next.UTC().Format(time.RFC3339))
-	held, ok := withoutActions(wave, isCreation, topology.CauseReplacementBackoff, reasonBackoffWait, msg)
-	if !ok {
-		return wave, ""
-	}
-	return held, msg
-}
-
-func isCreation(a topology.Action) bool { return a.Kind == topology.KindCreateNode }
-
-// withoutActions drops the wave's actions that hold says to, leaving a
-// wait with cause, reason and detail in their place if nothing else is
-// left. ok is false when the wave had none to drop.
-func withoutActions(wave topology.Wave, hold func(topology.Action) bool, cause topology.WaitCause, reason, detail string) (topology.Wave, bool) {
-	kept := make([]topology.Action, 0, len(wave.Actions))
-	// The wait takes the held action's tier: a roll held back is still an
-	// update, a lost node's replacement still a repair.
-	tier := topology.TierStability
-	for _, a := range wave.Actions {
-		if !hold(a) {
-			kept = append(kept, a)
-		} else if len(kept) == 0 {
-			tier = a.Tier
-		}
-	}
-	if len(kept) == len(wave.Actions) {
-		return wave, false
-	}
-	if len(kept) == 0 {
-		kept = append(kept, topology.Action{Kind: topology.KindWait, Tier: tier, Cause: cause, Reason: reason, Detail: detail})
-	}
-	return topology.Wave{Actions: kept}, true
-}
-
-// backOffReplacements updates the cluster's replacement record from this
-// tick's failures and holds the wave's node creations while it says so.
-func (r *ClusterReconciler) backOffReplacements(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, failures []containerFailure, wave topology.Wave) (topology.Wave, string, error) {
-	var rec replacementRecord
-	if raw := vc.Annotations[valkeyv1.AnnotationReplacementBackoff]; raw != "" {
-		// A record that does not parse is dropped: the worst is one hot
-		// replacement more.
-		_ = json.Unmarshal([]byte(raw), &rec)
-	}
-	now := time.Now()
-	updated := countFailures(rec, failures, o.nodes, wave.Done(), now)
-	if err := r.writeReplacementRecord(ctx, vc, updated); err != nil {
-		return wave, "", err
-	}
-	held, msg := holdCreations(wave, updated, now)
-	return held, msg, nil
-}
-
+// writeReplacementRecord keeps the record in the cluster's annotation, so
+// an operator restart keeps it; an empty record removes the annotation.
 func (r *ClusterReconciler) writeReplacementRecord(ctx context.Context, vc *valkeyv1.ValkeyCluster, rec replacementRecord) error {
 	want := ""
 	if rec.Failures > 0 {

@@ -5,21 +5,29 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/resolve"
-	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// reasonVersionHold is the planner-style reason of the wait that replaces
-// node creations while a node runs another version than its image says,
-// or cannot load the data of the newer primary a downgrade put it under;
-// the wait's detail says which.
-const reasonVersionHold = "node creations held by the Valkey version check"
+// versionCheck is the VersionMatches message and reason: a node that runs
+// another Valkey version than its image declares first, else a downgrade
+// the data blocks; "" when neither. The planner holds node creations and
+// the roll while it is set (Input.HoldForVersion).
+func versionCheck(o *observed, res *resolve.Result, now time.Time) (mismatch, reason string) {
+	if m := versionMismatch(o.nodes, o.versions, res); m != "" {
+		return m, valkeyv1.ReasonVersionMismatch
+	}
+	if res == nil {
+		return "", ""
+	}
+	return downgradeBlocked(o.members, o.nodes, o.versions, res.Image, now), valkeyv1.ReasonDowngradeBlocked
+}
 
 // versionMismatch is the VersionMatches message when some node that
 // answers, of those created from the image res resolves to, runs another
@@ -46,20 +54,6 @@ func versionMismatch(nodes map[string]*valkeyv1.ValkeyNode, versions map[string]
 	}
 	return fmt.Sprintf("ValkeyImage %s (%s) declares Valkey %s, but %s; no node is created until they agree",
 		res.ImageName, res.Image, res.Version, strings.Join(off, ", "))
-}
-
-// holdForVersion holds, while mismatch says a node runs the wrong
-// version, every node creation (each would run it too) and every step of
-// a roll (the nodes it would retire run what their image says). Repairs
-// other than a creation go on.
-func holdForVersion(wave topology.Wave, mismatch string) topology.Wave {
-	if mismatch == "" {
-		return wave
-	}
-	held, _ := withoutActions(wave, func(a topology.Action) bool {
-		return a.Kind == topology.KindCreateNode || a.Tier == topology.TierUpdate
-	}, topology.CauseNone, reasonVersionHold, mismatch)
-	return held
 }
 
 // reportVersions sets VersionMatches, with a Warning Event whenever the

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -57,41 +59,54 @@ func TestVersionMismatch(t *testing.T) {
 	}
 }
 
-func TestHoldForVersion(t *testing.T) {
-	create := topology.Action{Kind: topology.KindCreateNode, Tier: topology.TierUpdate, CreateNode: &topology.CreateNode{ShardIndex: 0}}
-	repairCreate := topology.Action{Kind: topology.KindCreateNode, Tier: topology.TierStability, CreateNode: &topology.CreateNode{ShardIndex: 1}}
-	failover := topology.Action{Kind: topology.KindFailover, Tier: topology.TierUpdate, Failover: &topology.Failover{}}
-	forget := topology.Action{Kind: topology.KindForget, Tier: topology.TierStability, Forget: &topology.Forget{}}
-	tests := []struct {
-		name     string
-		wave     []topology.Action
-		mismatch string
-		kinds    []topology.Kind
-		acts     bool
-	}{
-		{"nothing is held without a mismatch", []topology.Action{create, failover}, "", []topology.Kind{topology.KindCreateNode, topology.KindFailover}, true},
-		{"a roll's steps and creations wait", []topology.Action{create, failover}, "off", []topology.Kind{topology.KindWait}, false},
-		{"a repair's creation waits too", []topology.Action{repairCreate}, "off", []topology.Kind{topology.KindWait}, false},
-		{"other repairs go on", []topology.Action{forget, create}, "off", []topology.Kind{topology.KindForget}, true},
+// The version check's message and reason: a node that runs another
+// version than its image declares comes first, then a downgrade the data
+// blocks; without a resolved image there is nothing to check.
+func TestVersionCheck(t *testing.T) {
+	now := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	res := &resolve.Result{ImageName: "valkey-8", Image: "valkey/valkey:8.0.1", Version: "8.0.1"}
+	node := func(name, image string) *valkeyv1.ValkeyNode {
+		return &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Minute))},
+			Spec: valkeyv1.ValkeyNodeSpec{Image: image}}
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := holdForVersion(topology.Wave{Actions: tc.wave}, tc.mismatch)
-			var kinds []topology.Kind
-			for _, a := range got.Actions {
-				kinds = append(kinds, a.Kind)
-			}
-			if len(kinds) != len(tc.kinds) || got.Acts() != tc.acts {
-				t.Fatalf("wave %s (acts %v), want kinds %v (acts %v)", got, got.Acts(), tc.kinds, tc.acts)
-			}
-			for i := range kinds {
-				if kinds[i] != tc.kinds[i] {
-					t.Fatalf("wave %s, want kinds %v", got, tc.kinds)
-				}
-			}
-			if !tc.acts && (got.Lead().Detail != tc.mismatch || got.Lead().Reason != reasonVersionHold || got.Lead().Tier != tc.wave[0].Tier) {
-				t.Fatalf("the wait %+v, want reason %q, detail %q and tier %s", got.Lead(), reasonVersionHold, tc.mismatch, tc.wave[0].Tier)
+	o := func(fresh string) *observed {
+		return &observed{
+			nodes: map[string]*valkeyv1.ValkeyNode{"old": node("old", "valkey/valkey:9.1.2"), "fresh": node("fresh", res.Image)},
+			members: []topology.Member{
+				{Name: "old", View: &topology.View{ID: "id-old", Role: topology.RolePrimary}},
+				{Name: "fresh", View: &topology.View{ID: "id-fresh", Role: topology.RoleReplica, PrimaryID: "id-old"}},
+			},
+			versions: map[string]valkey.Version{"old": {Major: 9, Minor: 1, Patch: 2}, "fresh": mustVersion(t, fresh)},
+		}
+	}
+	tests := []struct {
+		name   string
+		o      *observed
+		res    *resolve.Result
+		prefix string
+		reason string
+	}{
+		{"another version than declared comes first", o("8.0.2"), res,
+			"ValkeyImage valkey-8 (valkey/valkey:8.0.1) declares Valkey 8.0.1, but node fresh runs 8.0.2", valkeyv1.ReasonVersionMismatch},
+		{"a downgrade the data blocks", o("8.0.1"), res,
+			"downgrade held: node fresh (Valkey 8.0.1) has not loaded the data of its primary old (Valkey 9.1.2)", valkeyv1.ReasonDowngradeBlocked},
+		{"no resolved image, nothing to check", o("8.0.2"), nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason := versionCheck(tt.o, tt.res, now)
+			if (got == "") != (tt.prefix == "") || !strings.HasPrefix(got, tt.prefix) || (got != "" && reason != tt.reason) {
+				t.Fatalf("got %q (%s)\nwant %q... (%s)", got, reason, tt.prefix, tt.reason)
 			}
 		})
 	}
+}
+
+func mustVersion(t *testing.T, s string) valkey.Version {
+	t.Helper()
+	v, err := valkey.ParseVersion(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -152,6 +152,12 @@ const (
 	ReasonPrimaryFlaggedButRunning = "primary flagged failed by its peers but its process runs, waiting for the flag to clear"
 	// ReasonHeldForTLS: a change waits while the TLS Secret is invalid.
 	ReasonHeldForTLS = "topology changes wait for a valid TLS Secret"
+	// ReasonReplacementBackoff: node creations wait after repeated
+	// container failures (Input.Backoff).
+	ReasonReplacementBackoff = "replacements back off after repeated container failures"
+	// ReasonHeldForVersion: node creations and the roll wait while the
+	// Valkey version check fails (Input.HoldForVersion, the detail).
+	ReasonHeldForVersion = "node creations held by the Valkey version check"
 	// ReasonPodMissingButAnswers: a slot owner's pod is missing from the
 	// operator's view (deleted, or relabelled out of its cache) while its
 	// peers still reach its process; nothing is replaced on that alone.

@@ -37,11 +37,11 @@ const (
 	// CauseScaleInNoHeadroom: a scale-in would leave the remaining
 	// primaries too full.
 	CauseScaleInNoHeadroom
-	// CauseHeldForTLS: the reconciler holds the planned change while the
-	// cluster's TLS Secret is invalid.
+	// CauseHeldForTLS: a change waits while the cluster's TLS Secret is
+	// invalid (Input.HoldForTLS).
 	CauseHeldForTLS
-	// CauseReplacementBackoff: the reconciler holds node creations after
-	// repeated container failures.
+	// CauseReplacementBackoff: node creations wait after repeated
+	// container failures (Input.Backoff).
 	CauseReplacementBackoff
 	// CausePodMissing: a slot owner's pod is missing from the operator's
 	// view while its peers still reach its process.

@@ -96,6 +96,20 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 				return in
 			}(),
 			CauseRolloutWaiting, "waiting for rollout slot"},
+		{"a new shard while the TLS Secret is invalid",
+			func() Input {
+				in := steady(4, func([]Member) {})
+				in.HoldForTLS = true
+				return in
+			}(),
+			CauseHeldForTLS, ReasonHeldForTLS},
+		{"a replacement during a backoff",
+			func() Input {
+				in := steady(4, func([]Member) {})
+				in.Backoff = ReplacementBackoff{Failures: 2, Until: now.Add(time.Second)}
+				return in
+			}(),
+			CauseReplacementBackoff, ReasonReplacementBackoff},
 	}
 	seen := map[WaitCause]bool{}
 	for _, tt := range tests {
@@ -108,11 +122,6 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 		})
 	}
 	for _, c := range WaitCauses() {
-		switch c {
-		case CauseHeldForTLS, CauseReplacementBackoff:
-			// Set by the reconciler when it holds a planned wave.
-			continue
-		}
 		if !seen[c] {
 			t.Errorf("no case shows the planner giving a wait cause %s", c)
 		}

@@ -37,6 +37,9 @@ func TestHeldForTLS(t *testing.T) {
 			if w.Lead().Reason == ReasonHeldForTLS && w.Lead().Cause != CauseHeldForTLS {
 				t.Fatalf("held with cause %v", w.Lead().Cause)
 			}
+			if h, ok := w.HeldBy(CauseHeldForTLS); ok != (w.Lead().Cause == CauseHeldForTLS) || (ok && h != w.Lead()) {
+				t.Fatalf("holds %v for the wave %s", w.Held, w)
+			}
 		})
 	}
 }

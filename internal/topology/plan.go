@@ -37,36 +37,10 @@ func Plan(in Input) Wave {
 	}
 	for _, step := range steps {
 		if as, ok := step(); ok && len(as) > 0 {
-			return w.held(w.finish(as))
+			return w.holds(w.finish(as))
 		}
 	}
 	return waveOf(wait(TierSteady, "waiting for the cluster to settle", ""))
-}
-
-// held keeps, while the TLS Secret is invalid, only the healing a wave
-// holds: promoting over a lost primary, forgetting and replacing lost
-// members. Every node keeps serving the certificate it has mounted, and a
-// replacement mounts the operator's copy of the last valid material, which
-// an invalid Secret never overwrites; so waiting would only leave a shard
-// short for as long as the Secret stays broken. Changes (new shards, slot
-// moves, rolls, cleanup) wait, as documented: they are the user's, and the
-// user is in the middle of changing the material they would start from.
-func (w *world) held(wv Wave) Wave {
-	if !w.in.HoldForTLS || !wv.Acts() {
-		return wv
-	}
-	var keep []Action
-	for _, a := range wv.Actions {
-		if a.Tier == TierStability {
-			keep = append(keep, a)
-		}
-	}
-	if len(keep) > 0 {
-		return Wave{Actions: keep}
-	}
-	lead := wv.Lead()
-	return waveOf(Action{Kind: KindWait, Tier: lead.Tier, Cause: CauseHeldForTLS, Reason: ReasonHeldForTLS,
-		Detail: fmt.Sprintf("%s (%s)", lead.Kind, lead.Reason)})
 }
 
 // one adapts a step that decides a single action.

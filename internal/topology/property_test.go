@@ -26,14 +26,19 @@ func TestWavesUnderChaos(t *testing.T) {
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			chaos(t, uint64(seed))
+			chaos(t, uint64(seed), nil)
 		})
 	}
 }
 
-func chaos(t *testing.T, seed uint64) {
+// chaos runs one random history; onPlan, when set, sees every tick's
+// input and wave.
+func chaos(t *testing.T, seed uint64, onPlan func(s *sim, in Input, wv Wave)) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	s := newSim(t, 1+rng.IntN(4), rng.IntN(3))
+	if onPlan != nil {
+		s.onPlan = func(in Input, wv Wave) { onPlan(s, in, wv) }
+	}
 	s.atomic = rng.IntN(2) == 0
 	s.batch = 256
 	s.rng = rand.New(rand.NewPCG(seed, 1))

@@ -71,6 +71,8 @@ type sim struct {
 	// waves counts the waves that acted (neither Wait nor Done).
 	waves int
 	rng   *rand.Rand
+	// onPlan, when set, sees every tick's input and the wave planned.
+	onPlan func(in Input, wv Wave)
 }
 
 func newSim(t testing.TB, shards, replicas int) *sim {
@@ -276,6 +278,9 @@ func (s *sim) stepChecked(check func(a Action)) Wave {
 		s.fatalf("plan depends on member order: %v vs %v", wv, b)
 	}
 	s.checkWave(wv)
+	if s.onPlan != nil {
+		s.onPlan(in, wv)
+	}
 	for _, a := range wv.Actions {
 		if check != nil {
 			check(a)

@@ -86,12 +86,22 @@ type Input struct {
 	// the comparison off.
 	Now time.Time
 	// HoldForTLS: the cluster's TLS Secret is invalid. Only healing goes
-	// ahead (see Plan); every other change waits for a valid Secret.
+	// ahead (see holds); every other change waits for a valid Secret.
 	HoldForTLS bool
 	// HoldRoll, when set, is why the roll may not start or go on: a fleet
 	// rollout has not given the cluster its turn. Only the roll step waits,
 	// with this as its message; healing and every other step go ahead.
 	HoldRoll string
+	// Backoff paces node creations after repeated container failures:
+	// while Now is before Backoff.Until, no node is created (a replacement
+	// of a lost node included) and every other action goes ahead.
+	Backoff ReplacementBackoff
+	// HoldForVersion, when set, says why no node may be created and the
+	// roll may not go on: a node runs another Valkey version than its
+	// image declares, or cannot load the data of the newer primary a
+	// downgrade put it under. The held wave waits with this as its
+	// detail; repairs other than a creation go ahead.
+	HoldForVersion string
 }
 
 // Member is one ValkeyNode with its pod and, when reachable, its Valkey view.

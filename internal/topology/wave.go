@@ -14,6 +14,12 @@ import "strings"
 // action, so those guarantees are the steps' own.
 type Wave struct {
 	Actions []Action
+	// Held lists, one Wait each, the holds of the input (Input.HoldForTLS,
+	// Input.Backoff, Input.HoldForVersion) that took actions out of this
+	// wave, whether other actions go on or the wave waits on one of them.
+	// The held actions themselves are not in the wave: they are not to
+	// run.
+	Held []Action
 }
 
 // Lead is the wave's first action. Every action of a wave comes from one
@@ -23,6 +29,17 @@ func (w Wave) Lead() Action {
 		return wait(TierSteady, "waiting for the cluster to settle", "")
 	}
 	return w.Actions[0]
+}
+
+// HeldBy is the wait of the hold with cause c, when that hold took
+// something out of the wave.
+func (w Wave) HeldBy(c WaitCause) (Action, bool) {
+	for _, h := range w.Held {
+		if h.Cause == c {
+			return h, true
+		}
+	}
+	return Action{}, false
 }
 
 // Done reports whether there is nothing left to do.
