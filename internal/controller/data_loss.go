@@ -36,7 +36,7 @@ func lostShard(o *observed, a topology.Action) (dataLoss, bool) {
 	if !a.LosesData || a.Kind != topology.KindForget || a.Forget == nil {
 		return dataLoss{}, false
 	}
-	l := dataLoss{node: a.Detail, shard: -1, id: a.Forget.NodeID}
+	l := dataLoss{node: a.Forget.Node, shard: -1, id: a.Forget.NodeID}
 	for _, m := range o.members {
 		if m.NodeID == l.id {
 			l.node, l.shard = m.Name, m.ShardIndex

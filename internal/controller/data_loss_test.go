@@ -101,7 +101,7 @@ func TestDeadWithKeys(t *testing.T) {
 // them lists any, from what its ValkeyNode recorded.
 func TestLostShardSlots(t *testing.T) {
 	forget := topology.Action{Kind: topology.KindForget, LosesData: true, Reason: topology.ReasonPrimaryLostNoReplica,
-		Detail: "cache-a", Forget: &topology.Forget{NodeID: "id-cache-a"}}
+		Detail: "words for people", Forget: &topology.Forget{NodeID: "id-cache-a", Node: "cache-a"}}
 	o := lossFixture(map[string]topology.PodPhase{"cache-a": topology.PodGone, "cache-c": topology.PodRunning})
 	l, ok := lostShard(o, forget)
 	if !ok || l.shard != 0 || topology.FormatRanges(l.slots) != "0-8191" {

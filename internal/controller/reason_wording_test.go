@@ -174,11 +174,13 @@ func derive(t *testing.T, sc wordingScenario, o *observed, wave topology.Wave) d
 	return d
 }
 
-// reworded is wave with the Reason of every action and hold rewritten.
+// reworded is wave with the Reason of every action and hold rewritten, and
+// the Detail of every action: a hold's detail is the message it shows.
 func reworded(wave topology.Wave) topology.Wave {
 	out := topology.Wave{Actions: append([]topology.Action(nil), wave.Actions...), Held: append([]topology.Action(nil), wave.Held...)}
 	for i := range out.Actions {
 		out.Actions[i].Reason = fmt.Sprintf("reworded action %d", i)
+		out.Actions[i].Detail = fmt.Sprintf("reworded detail %d", i)
 	}
 	for i := range out.Held {
 		out.Held[i].Reason = fmt.Sprintf("reworded hold %d", i)

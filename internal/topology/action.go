@@ -242,7 +242,10 @@ type Seed struct {
 // forgotten node itself and nodes replicating it, which Valkey refuses.
 type Forget struct {
 	NodeID string
-	On     []string
+	// Node is the forgotten member's name, or its ID when no member of
+	// the cluster has it.
+	Node string
+	On   []string
 }
 
 // AddSlots: CLUSTER ADDSLOTSRANGE on Node.

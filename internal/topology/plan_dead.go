@@ -32,7 +32,7 @@ func (w *world) removeDead() (Action, bool) {
 			continue
 		}
 		return Action{Kind: KindForget, Tier: TierStability, Reason: "forgetting departed node",
-			Detail: w.label(id), Forget: &Forget{NodeID: id, On: w.forgetTargets(id)}}, true
+			Detail: w.label(id), Forget: &Forget{NodeID: id, Node: w.label(id), On: w.forgetTargets(id)}}, true
 	}
 	for _, n := range w.nodes {
 		if !n.dead() || slices.Contains(w.holders, n.id) {

@@ -54,7 +54,7 @@ func (w *world) finishLeaving() (Action, bool) {
 		}
 		if n.id != "" && w.knownByTargets(n.id) {
 			return Action{Kind: KindForget, Tier: tier, Reason: "forgetting leaving node",
-				Detail: n.Name, Forget: &Forget{NodeID: n.id, On: w.forgetTargets(n.id)}}, true
+				Detail: n.Name, Forget: &Forget{NodeID: n.id, Node: n.Name, On: w.forgetTargets(n.id)}}, true
 		}
 		if n.unknown() && n.id == "" {
 			notes.add(waitForPod(tier, n))

@@ -99,7 +99,7 @@ func (w *world) primaries() (Action, bool) {
 		if w.knownByTargets(id) {
 			return Action{Kind: KindForget, Tier: TierStability, LosesData: true,
 				Reason: ReasonPrimaryLostNoReplica,
-				Detail: name, Forget: &Forget{NodeID: id, On: w.forgetTargets(id)}}, true
+				Detail: name, Forget: &Forget{NodeID: id, Node: name, On: w.forgetTargets(id)}}, true
 		}
 		notes.add(wait(TierStability, "lost primary is still known by its replicas", name))
 	}
