@@ -190,7 +190,8 @@ func (r *ACLReloader) visit(ctx context.Context, vc *valkeyv1.ValkeyCluster, con
 	return out
 }
 
-// node loads the node's mounted ACL file and checks what it now runs.
+// node loads the node's mounted ACL file, unless it runs the rendered
+// rules already, and checks what it now runs.
 func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn *connector, pod *corev1.Pod, file string, want map[string]aclplan.User) aclplan.Node {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
 	out := aclplan.Node{Name: pod.Name}
@@ -201,6 +202,12 @@ func (r *ACLReloader) node(ctx context.Context, vc *valkeyv1.ValkeyCluster, conn
 		return out
 	}
 	defer n.Close()
+	// A node that already runs the rendered rules is left alone: one ACL
+	// LIST per visit, and a LOAD only where something differs (an edit the
+	// node has not taken, or rules changed on it by hand).
+	if out.Diff, out.Unreachable = r.differs(ctx, n, want); out.Diff == "" || out.Unreachable != nil {
+		return out
+	}
 	info, err := n.Info(ctx, "server", "replication")
 	if err != nil {
 		out.Unreachable = err
@@ -295,10 +302,25 @@ func (r *ACLReloader) nodePerUser(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	return out
 }
 
+// differs is compare before anything is loaded: a node that does not
+// answer is unreachable, not merely different.
+func (r *ACLReloader) differs(ctx context.Context, n *valkey.Node, want map[string]aclplan.User) (string, error) {
+	lines, err := n.AclList(ctx)
+	if err != nil && !valkey.IsServerError(err) {
+		return "", err
+	}
+	return aclDiff(want, lines, err), nil
+}
+
 // compare describes how the node's ACL LIST differs from want; "" when it
 // runs the rendered file.
 func (r *ACLReloader) compare(ctx context.Context, n *valkey.Node, want map[string]aclplan.User) string {
 	lines, err := n.AclList(ctx)
+	return aclDiff(want, lines, err)
+}
+
+// aclDiff is how the rules a node listed differ from want, "" when not.
+func aclDiff(want map[string]aclplan.User, lines []string, err error) string {
 	if err != nil {
 		// Refused by a file from before the operator user could list
 		// ACLs, or no answer: either way not known to be current.

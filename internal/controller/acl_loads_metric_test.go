@@ -116,19 +116,24 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 
 // Every visit to a node that could not be asked counts once as
 // unreachable, wherever on the way the node went away; a visit that loaded
-// the file counts as success.
+// the file counts as success; a node that already runs the rendered rules
+// (the fake lists none) is not loaded at all.
 func TestACLLoadsCountsEveryUnreachableNode(t *testing.T) {
+	app := map[string]aclplan.User{"app": {On: true, NoPass: true}}
 	for i, tt := range []struct {
 		name   string
 		node   fakeNode
 		noDial bool
+		want   map[string]aclplan.User
 		result string
 	}{
-		{name: "connection refused", noDial: true, result: "unreachable"},
-		{name: "gone before INFO", node: fakeNode{hangUpOn: "INFO"}, result: "unreachable"},
-		{name: "gone before ACL LOAD", node: fakeNode{hangUpOn: "ACL LOAD"}, result: "unreachable"},
-		{name: "replica gone before ACL LIST", node: fakeNode{replica: true, hangUpOn: "ACL LIST"}, result: "unreachable"},
-		{name: "loaded", node: fakeNode{}, result: "success"},
+		{name: "connection refused", noDial: true, want: app, result: "unreachable"},
+		{name: "gone before ACL LIST", node: fakeNode{hangUpOn: "ACL LIST"}, want: app, result: "unreachable"},
+		{name: "gone before INFO", node: fakeNode{hangUpOn: "INFO"}, want: app, result: "unreachable"},
+		{name: "gone before ACL LOAD", node: fakeNode{hangUpOn: "ACL LOAD"}, want: app, result: "unreachable"},
+		{name: "replica gone before ACL SETUSER", node: fakeNode{replica: true, hangUpOn: "ACL SETUSER"}, want: app, result: "unreachable"},
+		{name: "loaded", node: fakeNode{}, want: app, result: "success"},
+		{name: "current: nothing to load", node: fakeNode{hangUpOn: "ACL LOAD"}, want: map[string]aclplan.User{}, result: ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "acl-metric", Name: fmt.Sprintf("c%d", i)}}
@@ -142,7 +147,7 @@ func TestACLLoadsCountsEveryUnreachableNode(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: vc.Name + "-0"}, Status: corev1.PodStatus{PodIP: "10.0.0.1"}}
 			r := &ACLReloader{}
 
-			got := r.visit(t.Context(), vc, conn, pod, "", map[string]aclplan.User{})
+			got := r.visit(t.Context(), vc, conn, pod, "user app on nopass", tt.want)
 
 			if (got.Unreachable != nil) != (tt.result == "unreachable") {
 				t.Errorf("node unreachable: %v, want %v", got.Unreachable, tt.result == "unreachable")
