@@ -44,13 +44,13 @@ type aclPace struct {
 }
 
 // SetupACLReload registers the ACL reload controller.
-func SetupACLReload(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
+func SetupACLReload(mgr ctrl.Manager, opts Options, dialer DialFunc, pool *valkey.Pool) error {
 	r := &ACLReloader{reloader: reloader[aclplan.Node, aclPace]{
 		condition: valkeyv1.CondACLApplied,
 		secret:    render.ACLSecretName,
 		metrics:   []*prometheus.MetricVec{aclLoads.MetricVec},
 	}}
-	err := r.build(mgr, opts, dialer, "aclreload", nil).
+	err := r.build(mgr, opts, dialer, pool, "aclreload", nil).
 		// A node that starts answering is checked at once, not on the tick.
 		Watches(&corev1.Pod{}, toCluster(anyName), builder.WithPredicates(managedPods(), podAddressChanged())).
 		Complete(r)
@@ -96,7 +96,7 @@ func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclS
 		// defect to report, not a reason to stop reloading.
 		return ctrl.Result{}, fmt.Errorf("reading the ACL file in Secret %s: %w", aclSecret.Name, err)
 	}
-	conn, err := nodeConnector(ctx, r, vc, r.Options.ClusterDomain, r.Dialer)
+	conn, err := nodeConnector(ctx, r, vc, r.Options.ClusterDomain, r.Dialer, r.pool)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

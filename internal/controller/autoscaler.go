@@ -20,6 +20,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // maxSamples is the API's bound on a node's sample history.
@@ -45,6 +46,8 @@ type autoscaler struct {
 	Options   Options
 	Recorder  events.EventRecorder
 	Dialer    DialFunc
+	// pool keeps the nodes' connections between samples; nil dials.
+	pool *valkey.Pool
 
 	mu sync.Mutex
 	// readings are each pod's last counters, by pod UID: a rate needs the
@@ -59,13 +62,14 @@ type autoscaler struct {
 }
 
 // setupAutoscaler registers the sampling and autoscaling controller.
-func setupAutoscaler(mgr ctrl.Manager, opts Options, dialer DialFunc) error {
+func setupAutoscaler(mgr ctrl.Manager, opts Options, dialer DialFunc, pool *valkey.Pool) error {
 	r := &autoscaler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Options:   opts,
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
 		Dialer:    dialer,
+		pool:      pool,
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("autoscaler").

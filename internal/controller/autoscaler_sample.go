@@ -20,7 +20,7 @@ import (
 // sample reads every running node once, concurrently, and writes each
 // node's new sample into its status.
 func (r *autoscaler) sample(ctx context.Context, vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) error {
-	conn, err := nodeConnector(ctx, r, vc, r.Options.ClusterDomain, r.Dialer)
+	conn, err := nodeConnector(ctx, r, vc, r.Options.ClusterDomain, r.Dialer, r.pool)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func (r *backupReconciler) run(ctx context.Context, b *valkeyv1.ValkeyBackup, vc
 		}
 		return err
 	}
-	conn, err := nodeConnector(ctx, r.Client, vc, r.Options.ClusterDomain, r.Dialer)
+	conn, err := nodeConnector(ctx, r.Client, vc, r.Options.ClusterDomain, r.Dialer, nil)
 	if err != nil {
 		return fmt.Errorf("reaching the nodes of %s: %w", vc.Name, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 	"github.com/gomomento/valkey-operator/internal/topology"
+	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // ClusterReconciler drives a ValkeyCluster: validate, resolve, render the
@@ -31,6 +32,8 @@ type ClusterReconciler struct {
 	Recorder  events.EventRecorder
 	// Dialer opens connections to nodes; nil dials directly.
 	Dialer DialFunc
+	// pool keeps the nodes' connections between passes; nil dials.
+	pool *valkey.Pool
 	// secrets watches the TLS Secrets clusters reference, which the cache
 	// does not hold; nil watches none.
 	secrets *secretWatches

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"sort"
@@ -35,6 +37,8 @@ type connector struct {
 	// the bundle step is being pushed to it.
 	pins   []string
 	dialer DialFunc
+	// pool keeps connections for the next visit; nil dials every time.
+	pool *valkey.Pool
 }
 
 func (c *connector) target(name, ip string) valkey.Target {
@@ -61,11 +65,23 @@ func (c *connector) target(name, ip string) valkey.Target {
 }
 
 func (c *connector) dial(ctx context.Context, name, ip string) (*valkey.Node, error) {
-	n, err := valkey.Dial(ctx, c.target(name, ip))
+	n, err := c.pool.Dial(ctx, c.poolKey(name, ip), c.target(name, ip))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to node %s at %s: %w", name, ip, err)
 	}
 	return n, nil
+}
+
+// poolKey names everything a connection to the node is made with, so a
+// kept connection is lent only to a visit that would have made the very
+// same one: a new password, CA or pinned leaf is a new key.
+func (c *connector) poolKey(name, ip string) string {
+	h := sha256.New()
+	for _, part := range []string{c.cluster.Namespace, c.cluster.Name, name, ip, c.domain, c.password, string(c.caPEM), strings.Join(c.pins, ",")} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // dialLoader reaches a restore's scratch server (loader): its own default
@@ -87,7 +103,7 @@ func (c *connector) dialLoader(ctx context.Context, name, ip, password string) (
 // while that is invalid against the CA the nodes run with, or a leaf the
 // operator verified before.
 func (r *ClusterReconciler) clusterConnector(ctx context.Context, s *clusterScope) (*connector, error) {
-	conn := &connector{cluster: s.vc, domain: r.Options.ClusterDomain, password: s.passwords.Operator, dialer: r.Dialer}
+	conn := &connector{cluster: s.vc, domain: r.Options.ClusterDomain, password: s.passwords.Operator, dialer: r.Dialer, pool: r.pool}
 	if s.tls.Secret == nil && s.nodeCA == nil {
 		return conn, nil
 	}
@@ -106,12 +122,12 @@ func (r *ClusterReconciler) clusterConnector(ctx context.Context, s *clusterScop
 // has the passwords and the copy Secret already) reaches a cluster's
 // nodes: as the operator user and, for a TLS cluster, verified against the
 // copy Secret's CA or a leaf the operator verified before.
-func nodeConnector(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster, domain string, dialer DialFunc) (*connector, error) {
+func nodeConnector(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster, domain string, dialer DialFunc, pool *valkey.Pool) (*connector, error) {
 	password, err := operatorPassword(ctx, c, vc)
 	if err != nil {
 		return nil, err
 	}
-	conn := &connector{cluster: vc, domain: domain, password: password, dialer: dialer}
+	conn := &connector{cluster: vc, domain: domain, password: password, dialer: dialer, pool: pool}
 	if vc.Spec.TLS != nil {
 		var copySecret corev1.Secret
 		if err := c.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.NodeTLSSecretName(vc.Name)}, &copySecret); err != nil {

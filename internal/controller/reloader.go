@@ -19,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // reloader is what the TLS and ACL reloaders have in common. Each makes
@@ -34,6 +35,8 @@ type reloader[N, X any] struct {
 	Recorder  events.EventRecorder
 	// Dialer opens connections to nodes; nil dials directly.
 	Dialer DialFunc
+	// pool keeps the nodes' connections between passes; nil dials.
+	pool *valkey.Pool
 
 	// condition is the one condition of the cluster the reloader owns.
 	condition string
@@ -74,13 +77,14 @@ type reloadKind interface {
 // build wires the reloader to the manager and starts its controller: the
 // clusters (updates filtered by clusterChangedFor with same) and the Secret
 // of each.
-func (r *reloader[N, X]) build(mgr ctrl.Manager, opts Options, dialer DialFunc, name string,
+func (r *reloader[N, X]) build(mgr ctrl.Manager, opts Options, dialer DialFunc, pool *valkey.Pool, name string,
 	same func(o, n *valkeyv1.ValkeyCluster) bool) *builder.Builder {
 	r.Client = mgr.GetClient()
 	r.APIReader = mgr.GetAPIReader()
 	r.Options = opts
 	r.Recorder = mgr.GetEventRecorder("valkey-operator")
 	r.Dialer = dialer
+	r.pool = pool
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(clusterChangedFor(r.condition, same))).

@@ -25,7 +25,7 @@ func (r *restoreReconciler) run(ctx context.Context, vc *valkeyv1.ValkeyCluster)
 	if err != nil {
 		return err
 	}
-	conn, err := nodeConnector(ctx, r.Client, vc, r.Options.ClusterDomain, r.Dialer)
+	conn, err := nodeConnector(ctx, r.Client, vc, r.Options.ClusterDomain, r.Dialer, nil)
 	if err != nil {
 		return fmt.Errorf("reaching the nodes of %s: %w", vc.Name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -16,11 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
 // indexTLSSecret indexes clusters by the TLS Secret they reference, so a
@@ -34,6 +37,14 @@ type Runtime struct {
 	// nil is the identity, as in a real pod.
 	NodePath NodePathFunc
 }
+
+// A node's kept connections: up to nodePoolIdle per cluster, node and
+// credentials (the controllers that visit it each pass rarely overlap),
+// closed after nodePoolIdleFor unused (a node gone, a password rotated).
+const (
+	nodePoolIdle    = 2
+	nodePoolIdleFor = 2 * time.Minute
+)
 
 // Setup registers every controller with the manager.
 func Setup(mgr ctrl.Manager, opts Options) error {
@@ -56,7 +67,18 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return fmt.Errorf("indexing clusters by TLS Secret: %w", err)
 	}
 
-	if err := setupClusterController(mgr, opts); err != nil {
+	// The visits every pass makes (the cluster controller's look, the
+	// reloaders', the autoscaler's samples) keep their connections for the
+	// next pass; backups and restores, which stream, dial their own.
+	pool := valkey.NewPool(nodePoolIdle, nodePoolIdleFor)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		pool.Close()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("adding the node connection pool: %w", err)
+	}
+	if err := setupClusterController(mgr, opts, pool); err != nil {
 		return err
 	}
 
@@ -65,13 +87,13 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return fmt.Errorf("setting up node controller: %w", err)
 	}
 	// Every runtime routes pod IPs, so the nodes are dialled directly (nil).
-	if err := SetupTLSReload(mgr, opts, nil, rt.NodePath); err != nil {
+	if err := SetupTLSReload(mgr, opts, nil, pool, rt.NodePath); err != nil {
 		return err
 	}
-	if err := SetupACLReload(mgr, opts, nil); err != nil {
+	if err := SetupACLReload(mgr, opts, nil, pool); err != nil {
 		return err
 	}
-	if err := setupAutoscaler(mgr, opts, nil); err != nil {
+	if err := setupAutoscaler(mgr, opts, nil, pool); err != nil {
 		return err
 	}
 	if err := setupBackup(mgr, opts, nil); err != nil {
@@ -92,7 +114,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 // setupClusterController registers the cluster controller with what wakes
 // it: its cluster, its nodes, pods, claims and policies, the Secrets it
 // reads, and the menu objects every cluster resolves.
-func setupClusterController(mgr ctrl.Manager, opts Options) error {
+func setupClusterController(mgr ctrl.Manager, opts Options, pool *valkey.Pool) error {
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("building a clientset: %w", err)
@@ -107,6 +129,7 @@ func setupClusterController(mgr ctrl.Manager, opts Options) error {
 		Options:   opts,
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
 		secrets:   secrets,
+		pool:      pool,
 	}
 	h := newClusterHandlers(mgr)
 	if err := ctrl.NewControllerManagedBy(mgr).

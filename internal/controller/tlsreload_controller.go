@@ -50,7 +50,7 @@ type tlsPace struct {
 // it with the runtime's NodePath, because the local runtime's nodes read the
 // certificate files at other paths than a pod's. A manager holds one
 // controller named "tlsreload", so a second call fails.
-func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath NodePathFunc) error {
+func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, pool *valkey.Pool, nodePath NodePathFunc) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func SetupTLSReload(mgr ctrl.Manager, opts Options, dialer DialFunc, nodePath No
 		secret:    render.NodeTLSSecretName,
 		metrics:   []*prometheus.MetricVec{tlsCertNotAfter.MetricVec, tlsReloads.MetricVec},
 	}}
-	if err := r.build(mgr, opts, dialer, "tlsreload", sameServedCounts).Complete(r); err != nil {
+	if err := r.build(mgr, opts, dialer, pool, "tlsreload", sameServedCounts).Complete(r); err != nil {
 		return fmt.Errorf("setting up TLS reload controller: %w", err)
 	}
 	return nil
@@ -112,7 +112,7 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 		r:       r,
 		cluster: vc,
 		conn: &connector{cluster: vc, domain: r.Options.ClusterDomain, password: password,
-			caPEM: copySecret.Data[tlssecret.KeyCA], pins: pins, dialer: r.Dialer},
+			caPEM: copySecret.Data[tlssecret.KeyCA], pins: pins, dialer: r.Dialer, pool: r.pool},
 		want: want,
 	}
 	outcomes := r.pass(ctx, mem, pods, pass.node)

@@ -31,6 +31,10 @@ type Node struct {
 	addr    string
 	timeout time.Duration
 	client  valkey.Client
+	// release gives a Pool's connection back instead of closing it; lent
+	// says it is out on loan (guarded by the Pool's lock).
+	release func()
+	lent    bool
 }
 
 // Dial connects to t, verifies TLS when asked and authenticates. It fails
@@ -69,9 +73,9 @@ func Dial(ctx context.Context, t Target) (*Node, error) {
 				vctx, cancel = mergeCancel(vctx, *callerCtx)
 				defer cancel()
 			}
-			return dialConn(vctx, Target{Address: addr, Dialer: t.Dialer, Timeout: timeout}, tlsConfig)
+			return dialConn(vctx, Target{Address: addr, Dialer: t.Dialer, Timeout: timeout, KeepAlive: t.KeepAlive}, tlsConfig)
 		},
-		Dialer:            net.Dialer{Timeout: timeout, KeepAlive: keepAlive},
+		Dialer:            net.Dialer{Timeout: timeout, KeepAlive: t.keepAlive()},
 		ConnWriteTimeout:  connCeiling,
 		ForceSingleClient: true,
 		DisableCache:      true,
@@ -107,6 +111,10 @@ func (n *Node) Address() string { return n.addr }
 
 // Close closes the connection.
 func (n *Node) Close() {
+	if n.release != nil {
+		n.release()
+		return
+	}
 	n.client.Close()
 }
 

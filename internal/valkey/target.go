@@ -30,6 +30,9 @@ type Target struct {
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Timeout overrides defaultTimeout.
 	Timeout time.Duration
+	// KeepAlive overrides keepAlive: the TCP keep-alive period, and how
+	// long a connection is idle before valkey-go PINGs the node.
+	KeepAlive time.Duration
 }
 
 // TLS is the trust material for a TLS target. The operator presents no
@@ -46,6 +49,13 @@ type TLS struct {
 	// served chain and must return an error unless it is acceptable. The
 	// hostname is always checked against ServerName before Verify runs.
 	Verify func(chain []*x509.Certificate) error
+}
+
+func (t Target) keepAlive() time.Duration {
+	if t.KeepAlive > 0 {
+		return t.KeepAlive
+	}
+	return keepAlive
 }
 
 func (t Target) timeout() time.Duration {
@@ -96,7 +106,7 @@ func dialConn(ctx context.Context, t Target, tlsConfig *tls.Config) (net.Conn, e
 	defer cancel()
 	dial := t.Dialer
 	if dial == nil {
-		d := &net.Dialer{KeepAlive: keepAlive}
+		d := &net.Dialer{KeepAlive: t.keepAlive()}
 		dial = d.DialContext
 	}
 	raw, err := dial(ctx, "tcp", t.Address)
