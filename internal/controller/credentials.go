@@ -20,16 +20,22 @@ type errCredentialsLost struct{ message string }
 func (e *errCredentialsLost) Error() string { return e.message }
 
 // ensurePasswords returns the system users' passwords, generating them
-// once, for a cluster with no node yet. The Secret is read with the
-// uncached reader so a lost cache cannot make the operator mint new
-// passwords; it carries a finalizer, so a deletion while the cluster runs
+// once, for a cluster with no node yet. The Secret is read from the cache;
+// only the API server's own answer, read around the cache, says it is
+// missing, so a lost or lagging cache cannot make the operator mint new
+// passwords. It carries a finalizer, so a deletion while the cluster runs
 // is turned into a restore (see keepCredentials). A Secret gone for good
 // while nodes exist is reported, never replaced: new passwords would lock
 // the operator out of every running node and break replication.
 func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Cluster) (render.Passwords, error) {
 	name := render.OperatorAuthSecretName(rc.Cluster.Name)
+	key := client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: name}
 	var s corev1.Secret
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: name}, &s); {
+	err := r.Get(ctx, key, &s)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, &s)
+	}
+	switch {
 	case err == nil && !s.DeletionTimestamp.IsZero():
 		return render.Passwords{}, r.keepCredentials(ctx, rc, &s)
 	case err == nil:
