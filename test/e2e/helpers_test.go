@@ -112,6 +112,16 @@ func conditionSummary(vc *valkeyv1.ValkeyCluster) []string {
 // verifies every node against the CA with the name it was redirected to.
 func clusterClient(t testing.TB, seed string, caPEM []byte) valkey.Client {
 	t.Helper()
+	// The runtime learns a new Service's name from its watch, which may
+	// still be re-establishing itself after a control-plane restart.
+	host, _, err := net.SplitHostPort(seed)
+	if err != nil {
+		host = seed
+	}
+	eventually(t, time.Minute, "resolving "+host, func() error {
+		_, err := local.Runtime.LookupHostContext(context.Background(), host)
+		return err
+	})
 	c, err := newClusterClient(seed, caPEM)
 	if err != nil {
 		t.Fatalf("connecting a cluster client to %s: %v", seed, err)
