@@ -492,6 +492,14 @@ func (f *aclFixture) setOperatorUser(addr, state string) {
 	if reply, err := s.do("ACL", "SETUSER", render.OperatorUser, state); err != nil || reply != "+OK" {
 		f.t.Fatalf("ACL SETUSER %s %s on %s = %q, %v", render.OperatorUser, state, addr, reply, err)
 	}
+	if state != "off" {
+		return
+	}
+	// A user switched off keeps the connections it already has; the
+	// operator keeps its connections between visits, so they go too.
+	if reply, err := s.do("CLIENT", "KILL", "USER", render.OperatorUser); err != nil || strings.HasPrefix(reply, "-") {
+		f.t.Fatalf("CLIENT KILL USER %s on %s = %q, %v", render.OperatorUser, addr, reply, err)
+	}
 }
 
 // A node the operator cannot reach while the ACL changes does not hold up
@@ -501,7 +509,8 @@ func (f *aclFixture) setOperatorUser(addr, state string) {
 // Pods here never restart (restartPolicy Never), and a node that stops
 // answering its peers for cluster-node-timeout is replaced by a fresh pod
 // that starts on the new file anyway. So the node stays up and only the
-// operator is shut out of it: its user is switched off on that node.
+// operator is shut out of it: its user is switched off on that node, and
+// its connections there closed.
 func TestACLUnreachableNodeCatchesUpAndRejectedFileReported(t *testing.T) {
 	t.Parallel()
 	const ns = "acl-down"
