@@ -120,6 +120,11 @@ func (r *restoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		// Retried with back-off; the status says what is in the way.
 		if perr := r.patchRestore(ctx, &vc, func(st *valkeyv1.RestoreStatus) {
+			// The cluster may report itself formed before this controller
+			// first wrote the restore's status: a status needs its phase.
+			if st.Phase == "" {
+				st.Phase = valkeyv1.RestorePending
+			}
 			st.Message = "retrying: " + err.Error()
 		}); perr != nil {
 			return ctrl.Result{}, errors.Join(err, perr)
