@@ -117,20 +117,7 @@ func measureFleet(b *testing.B, bin, ping string, n, shards, replicas int) {
 	start := time.Now()
 	createFleet(b, ns, cfg, n, shards, replicas)
 	eventually(b, 30*time.Minute, fmt.Sprintf("%d clusters Active", n), func() error {
-		var list valkeyv1.ValkeyClusterList
-		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		active := 0
-		for _, vc := range list.Items {
-			if vc.Status.State == valkeyv1.StateActive && vc.Status.SlotsAssigned == 16384 {
-				active++
-			}
-		}
-		if active != n {
-			return fmt.Errorf("%d of %d Active", active, n)
-		}
-		return nil
+		return allActive(ns, n)
 	})
 	rec.ActiveSeconds = time.Since(start).Seconds()
 	converged, histAfter := op.sample(b), op.scrape(b)

@@ -67,20 +67,7 @@ func measureFootprint(b *testing.B, bin string, n int) {
 		}
 	}
 	eventually(b, 10*time.Minute, fmt.Sprintf("%d clusters Active", n), func() error {
-		var list valkeyv1.ValkeyClusterList
-		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		active := 0
-		for _, vc := range list.Items {
-			if vc.Status.State == valkeyv1.StateActive && vc.Status.SlotsAssigned == 16384 {
-				active++
-			}
-		}
-		if active != n {
-			return fmt.Errorf("%d of %d Active", active, n)
-		}
-		return nil
+		return allActive(ns, n)
 	})
 	converged := op.sample(b)
 	conv := footprintBetween(n, "converging", before, converged, peak())
@@ -254,4 +241,23 @@ func (op footprintOperator) waitQuiet(b *testing.B, limit time.Duration) {
 		}
 		prev = cur
 	}
+}
+
+// allActive says whether all n clusters in ns are Active with every slot
+// assigned.
+func allActive(ns string, n int) error {
+	var list valkeyv1.ValkeyClusterList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	active := 0
+	for _, vc := range list.Items {
+		if vc.Status.State == valkeyv1.StateActive && vc.Status.SlotsAssigned == 16384 {
+			active++
+		}
+	}
+	if active != n {
+		return fmt.Errorf("%d of %d Active", active, n)
+	}
+	return nil
 }
