@@ -296,10 +296,3 @@ func (r *ClusterReconciler) newNodeName(ctx context.Context, vc *valkeyv1.Valkey
 	}
 	return "", fmt.Errorf("could not find a free node name for cluster %s", vc.Name)
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}

@@ -7,34 +7,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
-
-func logFrom(ctx context.Context) logr.Logger { return logf.FromContext(ctx) }
-
-// setCondition sets a condition stamped with the cluster's generation.
-func setCondition(vc *valkeyv1.ValkeyCluster, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&vc.Status.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: vc.Generation,
-	})
-}
-
-func boolStatus(b bool) metav1.ConditionStatus {
-	if b {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
-}
 
 // formed says whether the cluster has ever reached Active: bootstrap keeps
 // status.targetSpec until then, so a cluster that goes Invalid mid-creation
@@ -273,13 +255,4 @@ func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *obser
 	first := o.unreachable[names[0]]
 	setCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonUnreachable,
 		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))
-}
-
-func isConditionMessage(vc *valkeyv1.ValkeyCluster, typ, msg string) bool {
-	for _, c := range vc.Status.Conditions {
-		if c.Type == typ {
-			return c.Message == msg
-		}
-	}
-	return false
 }

@@ -98,26 +98,6 @@ func (c *connector) dialLoader(ctx context.Context, name, ip, password string) (
 	return n, nil
 }
 
-// clusterConnector is how the cluster controller reaches its nodes: as
-// the operator user and, on TLS, verified against the valid Secret's CA, or
-// while that is invalid against the CA the nodes run with, or a leaf the
-// operator verified before.
-func (r *ClusterReconciler) clusterConnector(ctx context.Context, s *clusterScope) (*connector, error) {
-	conn := &connector{cluster: s.vc, domain: r.Options.ClusterDomain, password: s.passwords.Operator, dialer: r.Dialer, pool: r.pool}
-	if s.tls.Secret == nil && s.nodeCA == nil {
-		return conn, nil
-	}
-	conn.caPEM = s.nodeCA
-	if s.tls.Secret != nil {
-		conn.caPEM = s.tls.Secret.Data[tlssecret.KeyCA]
-	}
-	var err error
-	if conn.pins, err = r.verifiedLeaves(ctx, s.rc); err != nil {
-		return nil, err
-	}
-	return conn, nil
-}
-
 // nodeConnector is how every controller but the cluster controller (which
 // has the passwords and the copy Secret already) reaches a cluster's
 // nodes: as the operator user and, for a TLS cluster, verified against the
@@ -137,17 +117,6 @@ func nodeConnector(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyClus
 		conn.pins = parsePins(copySecret.Annotations[valkeyv1.AnnotationVerifiedLeaves])
 	}
 	return conn, nil
-}
-
-// parsePins reads the verified-leaf annotation.
-func parsePins(v string) []string {
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // operatorPassword reads the password of the operator's system user from

@@ -202,12 +202,6 @@ func newClusterHandlers(mgr ctrl.Manager) clusterHandlers {
 	return h
 }
 
-func managedPods() predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[valkeyv1.LabelManagedBy] == valkeyv1.LabelManagedByValue
-	})
-}
-
 // podChangesThatMatter passes a pod update only when it changes what the
 // cluster controller decides from: the pod's state as the planner sees it
 // (phase, address, deletion, why it cannot be scheduled), its containers'

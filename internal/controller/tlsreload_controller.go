@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -311,14 +310,14 @@ func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 // carries the resourceVersion read, so a pin is never written against
 // material that changed since the pass verified it.
 func (r *TLSReloader) writePins(ctx context.Context, s *corev1.Secret, old, pins []string) error {
-	if strings.Join(old, ",") == strings.Join(pins, ",") || len(pins) == 0 {
+	if formatPins(old) == formatPins(pins) || len(pins) == 0 {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[valkeyv1.AnnotationVerifiedLeaves] = strings.Join(pins, ",")
+	s.Annotations[valkeyv1.AnnotationVerifiedLeaves] = formatPins(pins)
 	if err := r.Patch(ctx, s, patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// The copy changed under the pass; the change is watched.
