@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +24,7 @@ import (
 // cluster-scoped menu kinds are still cached cluster-wide. The metering
 // records live in the operator's own namespace, watched or not, and only
 // there.
-func CacheOptions(opts Options) cache.Options {
+func CacheOptions(opts options.Options) cache.Options {
 	var out cache.Options
 	if opts.FilterCache {
 		managed := render.ManagedSelector()

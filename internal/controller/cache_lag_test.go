@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,11 +78,11 @@ func TestNodeCreationSurvivesCacheLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lagEnv.Stop() }()
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := controller.DefaultOptions()
+	opts := options.DefaultOptions()
 	opts.PendingRequeue = 200 * time.Millisecond
 	opts.ErrorBackoffMax = time.Second
 	mgr, err := ctrl.NewManager(lagEnv.Config, ctrl.Options{

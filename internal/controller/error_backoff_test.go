@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -11,7 +13,7 @@ import (
 // Repeated failures of one cluster wait longer each time up to the cap; a
 // success starts over; another cluster is not slowed by the first.
 func TestErrorBackoff(t *testing.T) {
-	o := DefaultOptions()
+	o := options.DefaultOptions()
 	rl := errorBackoff(o)
 	a := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}
 	b := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "b"}}

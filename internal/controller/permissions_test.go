@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,7 +22,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 )
@@ -30,7 +31,7 @@ import (
 // needs: a call the code starts making must come with its marker, and a
 // verb the code stops using must leave the markers.
 func TestClusterRoleMatchesCode(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func roleGrants(t *testing.T, path string) map[grant]bool {
 
 // The scan's rules, on a package that calls each once.
 func TestScanRules(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestScanRules(t *testing.T) {
 // a live apiserver holding the generated ClusterRole: exactly what the code
 // needs, plus the self-review rules every authenticated user has.
 func TestOperatorCanIListMatchesCode(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -45,7 +48,7 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8sClient = env.Client
 
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -63,7 +66,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	opts := controller.DefaultOptions()
+	opts := options.DefaultOptions()
 	opts.PendingRequeue = 200 * time.Millisecond
 	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(opts), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/metering"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,11 +80,11 @@ func TestWatchNamespacesConfinesTheOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := controller.DefaultOptions()
+	opts := options.DefaultOptions()
 	opts.PendingRequeue = 200 * time.Millisecond
 	opts.ErrorBackoffMax = time.Second
 	opts.Namespace = operatorNS
@@ -155,7 +159,7 @@ func TestWatchNamespacesConfinesTheOperator(t *testing.T) {
 			return errors.New("no Secret of the operator's")
 		}
 		var rec valkeyv1.ValkeyMeteringRecord
-		return c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: controller.MeteringRecordName(&vc)}, &rec)
+		return c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: metering.MeteringRecordName(&vc)}, &rec)
 	})
 
 	// team-b's cluster: untouched.
