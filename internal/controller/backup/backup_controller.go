@@ -41,6 +41,7 @@ type backupReconciler struct {
 	now       func() time.Time
 }
 
+// Setup registers the ValkeyBackup controller.
 func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc) error {
 	r := &backupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Dialer: dialer, now: time.Now}
 	if err := ctrl.NewControllerManagedBy(mgr).

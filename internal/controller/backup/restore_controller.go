@@ -52,6 +52,7 @@ type restoreReconciler struct {
 	ours map[string]bool
 }
 
+// SetupRestore registers the ValkeyRestore controller.
 func SetupRestore(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc) error {
 	r := &restoreReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Dialer: dialer,

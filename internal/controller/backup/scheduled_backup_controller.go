@@ -34,6 +34,7 @@ type scheduledBackupReconciler struct {
 	now       func() time.Time
 }
 
+// SetupScheduled registers the ValkeyScheduledBackup controller.
 func SetupScheduled(mgr ctrl.Manager) error {
 	r := &scheduledBackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), now: time.Now}
 	if err := ctrl.NewControllerManagedBy(mgr).

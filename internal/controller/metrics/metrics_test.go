@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,15 +30,13 @@ func TestMetricLabels(t *testing.T) {
 	}
 }
 
-// Every metric is declared in metrics.go and registered by its one list,
-// so that a new metric cannot be created and left unregistered, or
-// registered in a way MetricLabels (and the docs built on it) miss.
+// Every metric of the controllers is declared in metrics.go and registered
+// by its one list, so that a new metric cannot be created and left
+// unregistered, or registered in a way MetricLabels (and the docs built on
+// it) miss.
 func TestMetricsDeclaredInOnePlace(t *testing.T) {
 	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := controllerSources(t)
 	created := 0
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -70,7 +69,7 @@ func TestMetricsDeclaredInOnePlace(t *testing.T) {
 			if what == "" {
 				return true
 			}
-			if name != "metrics.go" {
+			if name != filepath.Join("..", "metrics", "metrics.go") {
 				t.Errorf("%s: %s outside metrics.go", fset.Position(call.Pos()), what)
 			}
 			if strings.Contains(what, ".New") {
@@ -82,4 +81,25 @@ func TestMetricsDeclaredInOnePlace(t *testing.T) {
 	if created != len(registered) {
 		t.Errorf("%d collectors created, %d registered", created, len(registered))
 	}
+}
+
+// controllerSources are the non-test files of every controller package.
+func controllerSources(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == "testdata":
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go"):
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

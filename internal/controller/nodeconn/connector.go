@@ -41,6 +41,7 @@ type Connector struct {
 	Pool *valkey.Pool
 }
 
+// Target is how the node named name, at ip, is dialed.
 func (c *Connector) Target(name, ip string) valkey.Target {
 	t := valkey.Target{
 		Address:  net.JoinHostPort(ip, fmt.Sprint(render.PortValkey)),
@@ -64,6 +65,7 @@ func (c *Connector) Target(name, ip string) valkey.Target {
 	return t
 }
 
+// Dial reaches a node, through the pool when the connector has one.
 func (c *Connector) Dial(ctx context.Context, name, ip string) (*valkey.Node, error) {
 	n, err := c.Pool.Dial(ctx, c.poolKey(name, ip), c.Target(name, ip))
 	if err != nil {

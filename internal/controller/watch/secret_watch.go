@@ -35,6 +35,7 @@ type SecretWatches struct {
 	watches map[types.NamespacedName]context.CancelFunc
 }
 
+// NewSecretWatches watches nothing until a cluster refers to a Secret.
 func NewSecretWatches(clientset kubernetes.Interface) *SecretWatches {
 	return &SecretWatches{
 		clientset: clientset,
