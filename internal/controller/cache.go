@@ -1,12 +1,12 @@
 package controller
 
 import (
-	"github.com/gomomento/valkey-operator/internal/controller/options"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +17,8 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/testenv"
 )
 

@@ -6,9 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 

@@ -1,9 +1,10 @@
 package controller
 
 import (
-	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 )
 
 // errorBackoff paces the retries of a cluster whose reconcile keeps failing:

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 )
 
 // Repeated failures of one cluster wait longer each time up to the cap; a

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
-
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 )

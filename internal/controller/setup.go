@@ -6,17 +6,6 @@ import (
 	"maps"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/autoscaler"
-	"github.com/gomomento/valkey-operator/internal/controller/backup"
-	"github.com/gomomento/valkey-operator/internal/controller/cluster"
-	"github.com/gomomento/valkey-operator/internal/controller/metering"
-	"github.com/gomomento/valkey-operator/internal/controller/node"
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-	"github.com/gomomento/valkey-operator/internal/controller/protection"
-	"github.com/gomomento/valkey-operator/internal/controller/reload"
-	"github.com/gomomento/valkey-operator/internal/controller/watch"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +23,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/autoscaler"
+	"github.com/gomomento/valkey-operator/internal/controller/backup"
+	"github.com/gomomento/valkey-operator/internal/controller/cluster"
+	"github.com/gomomento/valkey-operator/internal/controller/metering"
+	"github.com/gomomento/valkey-operator/internal/controller/node"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+	"github.com/gomomento/valkey-operator/internal/controller/protection"
+	"github.com/gomomento/valkey-operator/internal/controller/reload"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 

@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
-	"github.com/gomomento/valkey-operator/internal/controller/metering"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +22,9 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/metering"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	"github.com/gomomento/valkey-operator/internal/testenv"
 )

@@ -6,10 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-	"github.com/gomomento/valkey-operator/internal/controller/watch"
-
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +20,9 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 

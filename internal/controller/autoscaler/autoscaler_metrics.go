@@ -1,10 +1,10 @@
 package autoscaler
 
 import (
-	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 )
 
 func recordNodeMetrics(namespace, cluster, node string, s autoscale.Sample) {

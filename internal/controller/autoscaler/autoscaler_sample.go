@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +15,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 )
 
 // sample reads every running node once, concurrently, and writes each

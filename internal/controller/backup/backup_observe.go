@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/backup"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 )
 
 // backupView is one node as a backup sees it.

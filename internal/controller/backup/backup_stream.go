@@ -9,11 +9,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	"github.com/minio/minio-go/v7"
 
 	"github.com/gomomento/valkey-operator/internal/backup"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )

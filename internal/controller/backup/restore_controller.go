@@ -7,9 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 )
 
 // restoreWorkers is how many clusters are restored at once; each holds

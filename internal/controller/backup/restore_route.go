@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/backup"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/slotrange"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )

@@ -8,13 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/restore"
 )
 

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
 )
 
 // A schedule's passes, on a clock the test moves: nothing before the first

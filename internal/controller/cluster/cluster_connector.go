@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
 

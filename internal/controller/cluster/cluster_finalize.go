@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomomento/valkey-operator/internal/controller/metrics"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlrt "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 )
 
 // finalize deletes the cluster's nodes and waits for them to go; the other

@@ -9,14 +9,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-	"github.com/gomomento/valkey-operator/internal/controller/metrics"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )

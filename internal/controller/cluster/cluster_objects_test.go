@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
-
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 

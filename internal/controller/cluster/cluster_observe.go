@@ -9,16 +9,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-	"github.com/gomomento/valkey-operator/internal/controller/node"
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/controller/node"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 	"github.com/gomomento/valkey-operator/internal/topology"

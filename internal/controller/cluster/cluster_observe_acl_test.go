@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 

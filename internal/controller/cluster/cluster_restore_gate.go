@@ -1,10 +1,10 @@
 package cluster
 
 import (
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 

@@ -3,11 +3,10 @@ package cluster
 import (
 	"testing"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 

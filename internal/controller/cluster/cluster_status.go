@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +14,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )

@@ -5,13 +5,12 @@ import (
 	"crypto/rand"
 	"fmt"
 
-	"github.com/gomomento/valkey-operator/internal/controller/finalizer"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/finalizer"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 

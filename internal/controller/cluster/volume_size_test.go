@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
-
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
 	"github.com/gomomento/valkey-operator/internal/controller/node"
 	"github.com/gomomento/valkey-operator/internal/render"
 )

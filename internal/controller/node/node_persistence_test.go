@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
 )
 
 // A persistent node whose pod is gone gets its pod back on its claim, but

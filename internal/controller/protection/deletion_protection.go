@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomomento/valkey-operator/internal/controller/finalizer"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/finalizer"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 )
 

@@ -8,12 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-	"github.com/gomomento/valkey-operator/internal/controller/metrics"
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-	"github.com/gomomento/valkey-operator/internal/controller/watch"
-
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +22,11 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/aclplan"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/controller/metrics"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )

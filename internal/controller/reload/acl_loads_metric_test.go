@@ -11,14 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/aclplan"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 )
 
 // fakeNode answers the connection handshake like a Valkey 8.0.1 replica

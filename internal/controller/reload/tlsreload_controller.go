@@ -6,11 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-	"github.com/gomomento/valkey-operator/internal/controller/metrics"
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +16,10 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/controller/metrics"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/tlsreload"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
