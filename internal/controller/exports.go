@@ -32,7 +32,7 @@ func SplitNamespaces(s string) []string { return options.SplitNamespaces(s) }
 func NewScheme() (*runtime.Scheme, error) { return apischeme.NewScheme() }
 
 // MeteringRecordName is the name of a cluster's metering record.
-func MeteringRecordName(vc *valkeyv1.ValkeyCluster) string { return metering.MeteringRecordName(vc) }
+func MeteringRecordName(vc *valkeyv1.ValkeyCluster) string { return metering.RecordName(vc) }
 
 // MetricLabels maps each metric the operator exports to its labels.
 func MetricLabels() map[string][]string { return metrics.MetricLabels() }

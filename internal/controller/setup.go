@@ -133,7 +133,7 @@ func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey
 	if err := mgr.Add(secrets); err != nil {
 		return fmt.Errorf("adding the referenced Secrets' watches: %w", err)
 	}
-	cr := &cluster.ClusterReconciler{
+	cr := &cluster.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Options:   opts,

@@ -158,7 +158,7 @@ func TestWatchNamespacesConfinesTheOperator(t *testing.T) {
 			return errors.New("no Secret of the operator's")
 		}
 		var rec valkeyv1.ValkeyMeteringRecord
-		return c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: metering.MeteringRecordName(&vc)}, &rec)
+		return c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: metering.RecordName(&vc)}, &rec)
 	})
 
 	// team-b's cluster: untouched.

@@ -22,7 +22,7 @@ import (
 
 // act performs one planned action. It returns an error only when the action
 // failed; the caller reports it and retries on the next tick.
-func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology.Action) error {
+func (r *Reconciler) act(ctx context.Context, s *clusterScope, a topology.Action) error {
 	handled, err := r.actOnObjects(ctx, s, a)
 	if !handled {
 		handled, err = r.actOnNodes(ctx, s, a)
@@ -41,7 +41,7 @@ func (r *ClusterReconciler) act(ctx context.Context, s *clusterScope, a topology
 
 // actOnObjects carries out the actions that change the cluster's
 // ValkeyNodes; handled is false for any other kind.
-func (r *ClusterReconciler) actOnObjects(ctx context.Context, s *clusterScope, a topology.Action) (handled bool, err error) {
+func (r *Reconciler) actOnObjects(ctx context.Context, s *clusterScope, a topology.Action) (handled bool, err error) {
 	vc, o := s.vc, s.o
 	switch a.Kind {
 	case topology.KindCreateNode:
@@ -64,7 +64,7 @@ func (r *ClusterReconciler) actOnObjects(ctx context.Context, s *clusterScope, a
 	return false, nil
 }
 
-func (r *ClusterReconciler) createNode(ctx context.Context, s *clusterScope, c *topology.CreateNode) error {
+func (r *Reconciler) createNode(ctx context.Context, s *clusterScope, c *topology.CreateNode) error {
 	name, err := r.newNodeName(ctx, s.vc, s.o)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (m memberNodes) on(ctx context.Context, name string, fn func(n *valkey.Node
 
 // actOnNodes carries out the actions that are commands to Valkey nodes;
 // handled is false for any other kind.
-func (r *ClusterReconciler) actOnNodes(ctx context.Context, s *clusterScope, a topology.Action) (handled bool, err error) {
+func (r *Reconciler) actOnNodes(ctx context.Context, s *clusterScope, a topology.Action) (handled bool, err error) {
 	m := memberNodes{o: s.o, conn: s.conn}
 	switch a.Kind {
 	case topology.KindMeet:
@@ -172,7 +172,7 @@ func forgetEverywhere(ctx context.Context, m memberNodes, f *topology.Forget) er
 	return errors.Join(errs...)
 }
 
-func (r *ClusterReconciler) failover(ctx context.Context, s *clusterScope, m memberNodes, f *topology.Failover) error {
+func (r *Reconciler) failover(ctx context.Context, s *clusterScope, m memberNodes, f *topology.Failover) error {
 	mode := valkey.FailoverDefault
 	switch f.Mode {
 	case topology.FailoverTakeover:
@@ -193,7 +193,7 @@ func (r *ClusterReconciler) failover(ctx context.Context, s *clusterScope, m mem
 
 // migrateClassic moves one batch of slots with SETSLOT and MIGRATE, on a
 // cluster where some node runs Valkey below 9.0.
-func (r *ClusterReconciler) migrateClassic(ctx context.Context, o *observed, conn *nodeconn.Connector, m *topology.MigrateSlots) error {
+func (r *Reconciler) migrateClassic(ctx context.Context, o *observed, conn *nodeconn.Connector, m *topology.MigrateSlots) error {
 	ip := func(name string) string {
 		if p := o.pods[name]; p != nil {
 			return p.Status.PodIP
@@ -238,7 +238,7 @@ func (r *ClusterReconciler) migrateClassic(ctx context.Context, o *observed, con
 	return nil
 }
 
-func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.ValkeyNode, l valkeyv1.NodeLifecycle) error {
+func (r *Reconciler) setLifecycle(ctx context.Context, n *valkeyv1.ValkeyNode, l valkeyv1.NodeLifecycle) error {
 	if n == nil {
 		return nil
 	}
@@ -266,7 +266,7 @@ func (r *ClusterReconciler) setLifecycle(ctx context.Context, n *valkeyv1.Valkey
 }
 
 // recordFailover stamps the failover request time on the node.
-func (r *ClusterReconciler) recordFailover(ctx context.Context, n *valkeyv1.ValkeyNode, at time.Time) error {
+func (r *Reconciler) recordFailover(ctx context.Context, n *valkeyv1.ValkeyNode, at time.Time) error {
 	if n == nil {
 		return nil
 	}
@@ -282,7 +282,7 @@ func (r *ClusterReconciler) recordFailover(ctx context.Context, n *valkeyv1.Valk
 }
 
 // newNodeName draws a fresh {cluster}-{5 hex} name not in use.
-func (r *ClusterReconciler) newNodeName(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) (string, error) {
+func (r *Reconciler) newNodeName(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) (string, error) {
 	for range 16 {
 		name, err := render.NewNodeName(vc.Name, rand.Reader)
 		if err != nil {

@@ -28,7 +28,7 @@ func missingAnnotations(have, want map[string]string) map[string]string {
 
 // ensurePodAnnotations patches spec.podAnnotations onto running pods in
 // place, additively: no restart, other controllers' annotations kept.
-func (r *ClusterReconciler) ensurePodAnnotations(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) error {
+func (r *Reconciler) ensurePodAnnotations(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) error {
 	for name, pod := range o.pods {
 		if !pod.DeletionTimestamp.IsZero() {
 			continue

@@ -11,7 +11,7 @@ import (
 // the operator user and, on TLS, verified against the valid Secret's CA, or
 // while that is invalid against the CA the nodes run with, or a leaf the
 // operator verified before.
-func (r *ClusterReconciler) clusterConnector(ctx context.Context, s *clusterScope) (*nodeconn.Connector, error) {
+func (r *Reconciler) clusterConnector(ctx context.Context, s *clusterScope) (*nodeconn.Connector, error) {
 	conn := &nodeconn.Connector{Cluster: s.vc, Domain: r.Options.ClusterDomain, Password: s.passwords.Operator, Dialer: r.Dialer, Pool: r.Pool}
 	if s.tls.Secret == nil && s.nodeCA == nil {
 		return conn, nil

@@ -26,10 +26,10 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// ClusterReconciler drives a ValkeyCluster: validate, resolve, render the
+// Reconciler drives a ValkeyCluster: validate, resolve, render the
 // cluster-level objects, observe every node, then act on the planner's
 // next wave.
-type ClusterReconciler struct {
+type Reconciler struct {
 	ctrl.Client
 	// APIReader reads around the cache where a stale answer would be harmful.
 	APIReader ctrl.Reader
@@ -46,7 +46,7 @@ type ClusterReconciler struct {
 	expected nodeExpectations
 }
 
-func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
 	var vc valkeyv1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -163,7 +163,7 @@ func requeueAfter(d time.Duration) phaseResult {
 
 // reconcile runs the phases in order (docs/architecture.md lists them with
 // their files). Acting always ends it: it says when to look again.
-func (r *ClusterReconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
 	if vc.Status.State == "" {
 		vc.Status.State = valkeyv1.StateCreating
 		vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: vc.Spec.Shards, ReplicasPerShard: vc.Spec.ReplicasPerShard}

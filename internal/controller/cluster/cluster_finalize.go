@@ -15,7 +15,7 @@ import (
 
 // finalize deletes the cluster's nodes and waits for them to go; the other
 // objects follow through owner references.
-func (r *ClusterReconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
 	if !controllerutil.ContainsFinalizer(vc, valkeyv1.FinalizerCluster) {
 		return ctrlrt.Result{}, nil
 	}

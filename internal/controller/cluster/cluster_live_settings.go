@@ -43,7 +43,7 @@ func (l liveOutcome) busy() bool { return len(l.applying) > 0 || l.acted }
 // annotation says report. A node not reached keeps its edit pending, is
 // retried on the next pass and keeps the cluster Progressing until it has
 // taken it.
-func (r *ClusterReconciler) applyLiveSettings(ctx context.Context, s *clusterScope) error {
+func (r *Reconciler) applyLiveSettings(ctx context.Context, s *clusterScope) error {
 	vc, o := s.vc, s.o
 	var nodes []liveNode
 	for _, name := range o.names() {
@@ -146,7 +146,7 @@ func (e apiError) Unwrap() error { return e.error }
 // server accepts then shows as the new node's failing container). A node
 // not reached has the edit recorded and pending, for its next start or
 // the next pass.
-func (r *ClusterReconciler) liveStep(ctx context.Context, s *clusterScope, st liveNodeStep) (stepResult, error) {
+func (r *Reconciler) liveStep(ctx context.Context, s *clusterScope, st liveNodeStep) (stepResult, error) {
 	n := s.o.nodes[st.name]
 	if st.record {
 		pending := st.pending
@@ -195,7 +195,7 @@ func (r *ClusterReconciler) liveStep(ctx context.Context, s *clusterScope, st li
 // setOnNode sends the step's settings to the running node in one CONFIG
 // SET, which Valkey applies all or none, and records an Event for each
 // drifted setting it set back.
-func (r *ClusterReconciler) setOnNode(ctx context.Context, s *clusterScope, st liveNodeStep) error {
+func (r *Reconciler) setOnNode(ctx context.Context, s *clusterScope, st liveNodeStep) error {
 	pod := s.o.pods[st.name]
 	if pod == nil || pod.Status.PodIP == "" {
 		return fmt.Errorf("node %s has no pod IP", st.name)
@@ -223,7 +223,7 @@ func (r *ClusterReconciler) setOnNode(ctx context.Context, s *clusterScope, st l
 
 // markRefused records on the node that its server refused these settings,
 // which makes it outdated (see buildMembers) while they are still asked for.
-func (r *ClusterReconciler) markRefused(ctx context.Context, n *valkeyv1.ValkeyNode, settings map[string]string) error {
+func (r *Reconciler) markRefused(ctx context.Context, n *valkeyv1.ValkeyNode, settings map[string]string) error {
 	node := n.DeepCopy()
 	patch := client.MergeFrom(n.DeepCopy())
 	if node.Annotations == nil {
@@ -277,7 +277,7 @@ func pendingSettings(n *valkeyv1.ValkeyNode) []string {
 // live ones being applied listed beside them, in one patch, so an operator
 // that stops between this and the node taking them still knows they are
 // an edit in flight and not drift.
-func (r *ClusterReconciler) recordLiveSettings(ctx context.Context, n *valkeyv1.ValkeyNode, settings map[string]string, pending []string) error {
+func (r *Reconciler) recordLiveSettings(ctx context.Context, n *valkeyv1.ValkeyNode, settings map[string]string, pending []string) error {
 	node := n.DeepCopy()
 	patch := client.MergeFrom(n.DeepCopy())
 	node.Spec.ValkeySettings = settings
@@ -300,7 +300,7 @@ func (r *ClusterReconciler) recordLiveSettings(ctx context.Context, n *valkeyv1.
 // the Events: nodes that took an edit without a restart, and drift first
 // seen (repeating it every pass while it is only reported would bury
 // every other Event).
-func (r *ClusterReconciler) reportLiveSettings(vc *valkeyv1.ValkeyCluster, plan livePlan, applied []string, revert bool) {
+func (r *Reconciler) reportLiveSettings(vc *valkeyv1.ValkeyCluster, plan livePlan, applied []string, revert bool) {
 	if len(applied) > 0 {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonSettingsAppliedLive, "ApplyLiveSettings",
 			"applied without a restart on %s: %s", strings.Join(applied, ", "), strings.Join(appliedSettings(plan, applied), ", "))

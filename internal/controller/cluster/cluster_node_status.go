@@ -14,7 +14,7 @@ import (
 
 // recordNodeStatus writes each node's Valkey ID, role and pod IP into its
 // status, so a node that dies can still be recognised in peers' views.
-func (r *ClusterReconciler) recordNodeStatus(ctx context.Context, o *observed) error {
+func (r *Reconciler) recordNodeStatus(ctx context.Context, o *observed) error {
 	for _, m := range o.members {
 		n := o.nodes[m.Name]
 		want := n.Status

@@ -23,7 +23,7 @@ import (
 
 // ensureBaseObjects keeps the objects that do not depend on the TLS
 // material current, even while the cluster is Invalid.
-func (r *ClusterReconciler) ensureBaseObjects(ctx context.Context, s *clusterScope) (phaseResult, error) {
+func (r *Reconciler) ensureBaseObjects(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	if err := r.ensureService(ctx, s.rc); err != nil {
 		return phaseResult{}, err
@@ -45,7 +45,7 @@ func (r *ClusterReconciler) ensureBaseObjects(ctx context.Context, s *clusterSco
 
 // ensureDerivedObjects brings what follows from the observation in line
 // with it.
-func (r *ClusterReconciler) ensureDerivedObjects(ctx context.Context, s *clusterScope) (phaseResult, error) {
+func (r *Reconciler) ensureDerivedObjects(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc, rc, o := s.vc, s.rc, s.o
 	// The exporter's user outlives the setting until the last pod running
 	// an exporter is replaced, so those keep authenticating meanwhile.
@@ -90,7 +90,7 @@ func (r *ClusterReconciler) ensureDerivedObjects(ctx context.Context, s *cluster
 
 // ensureService creates the headless Service, or restores its ports and
 // selector if someone changed them.
-func (r *ClusterReconciler) ensureService(ctx context.Context, rc render.Cluster) error {
+func (r *Reconciler) ensureService(ctx context.Context, rc render.Cluster) error {
 	want := rc.Service()
 	var got corev1.Service
 	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), &got); {
@@ -114,7 +114,7 @@ func (r *ClusterReconciler) ensureService(ctx context.Context, rc render.Cluster
 }
 
 // ensureACLSecret renders the ACL file and writes it when it changed.
-func (r *ClusterReconciler) ensureACLSecret(ctx context.Context, rc render.Cluster, users []resolve.User, p render.Passwords, version string, exporter bool) error {
+func (r *Reconciler) ensureACLSecret(ctx context.Context, rc render.Cluster, users []resolve.User, p render.Passwords, version string, exporter bool) error {
 	want, err := rc.ACLSecret(users, p, version, exporter)
 	if err != nil {
 		return err
@@ -125,14 +125,14 @@ func (r *ClusterReconciler) ensureACLSecret(ctx context.Context, rc render.Clust
 // ensureNodeTLSSecret keeps the operator-owned copy that pods mount equal to
 // the user's valid Secret, so a secretRef rename is applied in place and
 // invalid material never reaches a pod.
-func (r *ClusterReconciler) ensureNodeTLSSecret(ctx context.Context, rc render.Cluster, source *corev1.Secret) error {
+func (r *Reconciler) ensureNodeTLSSecret(ctx context.Context, rc render.Cluster, source *corev1.Secret) error {
 	return r.ensureSecretData(ctx, rc.NodeTLSSecret(source))
 }
 
 // ensureSecretData keeps one of the operator's Secrets holding want's data
 // and labels. A Secret whose labels someone removed is out of the cache's
 // sight: found by its name, it gets them back.
-func (r *ClusterReconciler) ensureSecretData(ctx context.Context, want *corev1.Secret) error {
+func (r *Reconciler) ensureSecretData(ctx context.Context, want *corev1.Secret) error {
 	var got corev1.Secret
 	switch err := r.Get(ctx, client.ObjectKeyFromObject(want), &got); {
 	case apierrors.IsNotFound(err):
@@ -169,7 +169,7 @@ func (r *ClusterReconciler) ensureSecretData(ctx context.Context, want *corev1.S
 
 // ensureNetworkPolicy keeps the cluster's NetworkPolicy as rendered, or
 // removes it when the cluster turns it off.
-func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, rc render.Cluster, exporter bool) error {
+func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, rc render.Cluster, exporter bool) error {
 	want := rc.NetworkPolicy(exporter, r.Options.Namespace)
 	var got networkingv1.NetworkPolicy
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), &got)
@@ -198,7 +198,7 @@ func (r *ClusterReconciler) ensureNetworkPolicy(ctx context.Context, rc render.C
 
 // ensurePDBs keeps one PodDisruptionBudget per shard index in use, sized
 // for its pods, and removes those of shards that are gone.
-func (r *ClusterReconciler) ensurePDBs(ctx context.Context, rc render.Cluster, pods map[int32]int) error {
+func (r *Reconciler) ensurePDBs(ctx context.Context, rc render.Cluster, pods map[int32]int) error {
 	var list policyv1.PodDisruptionBudgetList
 	if err := r.List(ctx, &list, client.InNamespace(rc.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: rc.Cluster.Name}); err != nil {
 		return fmt.Errorf("listing PodDisruptionBudgets: %w", err)

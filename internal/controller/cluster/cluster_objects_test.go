@@ -76,7 +76,7 @@ func TestEnsurePDBs(t *testing.T) {
 	resized := rc.PodDisruptionBudget(1, 2)
 	gone := rc.PodDisruptionBudget(7, 2)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(old, resized, gone).Build()
-	r := &ClusterReconciler{Client: c}
+	r := &Reconciler{Client: c}
 
 	if err := r.ensurePDBs(ctx, rc, map[int32]int{0: 2, 1: 3, 2: 1}); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestEnsurePasswords(t *testing.T) {
 				b = b.WithObjects(tt.existing.DeepCopy())
 			}
 			c := b.Build()
-			r := &ClusterReconciler{Client: c, APIReader: c}
+			r := &Reconciler{Client: c, APIReader: c}
 			got, err := r.ensurePasswords(ctx, rc)
 			if err != nil {
 				t.Fatal(err)

@@ -58,7 +58,7 @@ func (o *observed) has(node string) bool {
 // observe reads the cluster's nodes and pods from the cache, then every
 // running node's own view. A view without the nodes the last wave created
 // would plan them again, so it waits until the cache holds them.
-func (r *ClusterReconciler) observe(ctx context.Context, s *clusterScope) (phaseResult, error) {
+func (r *Reconciler) observe(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	o, err := r.listMembers(ctx, vc)
 	if err != nil {
@@ -90,7 +90,7 @@ func (r *ClusterReconciler) observe(ctx context.Context, s *clusterScope) (phase
 // rendering, or, on a formed cluster whose config cannot be read or
 // rendered, the rendering its members run (lastGoodSpecs), so healing
 // goes on while the user fixes the config.
-func (r *ClusterReconciler) desiredSpecs(ctx context.Context, s *clusterScope, o *observed) (func(int32) (valkeyv1.ValkeyNodeSpec, error), phaseResult, error) {
+func (r *Reconciler) desiredSpecs(ctx context.Context, s *clusterScope, o *observed) (func(int32) (valkeyv1.ValkeyNodeSpec, error), phaseResult, error) {
 	if s.res != nil {
 		desired := nodeSpecs(s.rc, s.res)
 		_, err := desired(0)
@@ -136,7 +136,7 @@ func nodeSpecs(rc render.Cluster, res *resolve.Result) func(shard int32) (valkey
 }
 
 // listMembers reads the cluster's ValkeyNodes and pods.
-func (r *ClusterReconciler) listMembers(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*observed, error) {
+func (r *Reconciler) listMembers(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*observed, error) {
 	sel := client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}
 	var nodes valkeyv1.ValkeyNodeList
 	if err := r.List(ctx, &nodes, client.InNamespace(vc.Namespace), sel); err != nil {
@@ -187,7 +187,7 @@ func nodePodState(n *valkeyv1.ValkeyNode, p *corev1.Pod) topology.Pod {
 // buildMembers turns ValkeyNodes and pods into planner members, asking every
 // running node for its view concurrently. desired gives each shard's current
 // node spec, to tell outdated nodes.
-func (r *ClusterReconciler) buildMembers(ctx context.Context, o *observed, conn *nodeconn.Connector, desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)) error {
+func (r *Reconciler) buildMembers(ctx context.Context, o *observed, conn *nodeconn.Connector, desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)) error {
 	names := o.names()
 	o.members = make([]topology.Member, len(names))
 	var wg sync.WaitGroup

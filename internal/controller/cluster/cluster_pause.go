@@ -21,7 +21,7 @@ func paused(vc *valkeyv1.ValkeyCluster) bool {
 // applyPause keeps the Paused condition and its Events in step with the
 // annotation and reports whether the wave must be held. A held wave still
 // shows in Progressing, so the status says what will happen on resume.
-func (r *ClusterReconciler) applyPause(ctx context.Context, vc *valkeyv1.ValkeyCluster, wave topology.Wave) bool {
+func (r *Reconciler) applyPause(ctx context.Context, vc *valkeyv1.ValkeyCluster, wave topology.Wave) bool {
 	was := meta.IsStatusConditionTrue(vc.Status.Conditions, valkeyv1.CondPaused)
 	if !paused(vc) {
 		clusterstatus.SetCondition(vc, valkeyv1.CondPaused, metav1.ConditionFalse, valkeyv1.ReasonNotPaused, "the planner acts")

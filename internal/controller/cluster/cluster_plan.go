@@ -14,7 +14,7 @@ import (
 // an annotation across reconciles) and whether a node runs another Valkey
 // version than its image declares or cannot load the data of the newer
 // primary a downgrade put it under.
-func (r *ClusterReconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, error) {
+func (r *Reconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	shards, replicas := desiredShape(s.vc)
 	s.creating = !formed(s.vc)
 	holdRoll, err := r.rolloutGate(ctx, s)

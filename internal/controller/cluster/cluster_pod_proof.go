@@ -21,7 +21,7 @@ import (
 // that is gone; the planner takes an absent pod as a dead process, and a
 // dead primary without a replica is forgotten with its keys. Only the API
 // server's own answer that the pod does not exist makes it absent.
-func (r *ClusterReconciler) readMissingPods(ctx context.Context, o *observed) error {
+func (r *Reconciler) readMissingPods(ctx context.Context, o *observed) error {
 	for _, name := range o.names() {
 		if _, ok := o.pods[name]; ok {
 			continue
@@ -50,7 +50,7 @@ func (r *ClusterReconciler) readMissingPods(ctx context.Context, o *observed) er
 // them, so the cache, the Service and the PodDisruptionBudgets find them
 // again, and says so in an Event: whoever removed them should know it was
 // undone, and why.
-func (r *ClusterReconciler) restorePodLabels(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) error {
+func (r *Reconciler) restorePodLabels(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) error {
 	for _, name := range o.relabelled {
 		pod := o.pods[name]
 		if !pod.DeletionTimestamp.IsZero() {

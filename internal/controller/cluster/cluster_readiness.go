@@ -43,7 +43,7 @@ func syncedCondition(m topology.Member) (corev1.PodCondition, bool) {
 // ensurePodReadiness writes each observed member's synced condition onto
 // its pod when it changed. A strategic merge patch by condition type
 // leaves the kubelet's conditions alone.
-func (r *ClusterReconciler) ensurePodReadiness(ctx context.Context, o *observed) error {
+func (r *Reconciler) ensurePodReadiness(ctx context.Context, o *observed) error {
 	for _, m := range o.members {
 		pod := o.pods[m.Name]
 		if pod == nil || !pod.DeletionTimestamp.IsZero() {

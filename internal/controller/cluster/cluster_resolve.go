@@ -19,7 +19,7 @@ import (
 // broken reference feeds waits: a formed cluster keeps healing with the
 // rendering its nodes run (see lastGoodSpecs), and with the ACL it has
 // while a binding does not resolve.
-func (r *ClusterReconciler) resolveConfig(ctx context.Context, s *clusterScope) (phaseResult, error) {
+func (r *Reconciler) resolveConfig(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	res, users, err := r.resolve(ctx, vc)
 	if err == nil {
@@ -49,7 +49,7 @@ func (r *ClusterReconciler) resolveConfig(ctx context.Context, s *clusterScope) 
 
 // resolve reads the config chain, image and roles live. When only the
 // ACL bindings fail, the config's result comes back with the error.
-func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*resolve.Result, []resolve.User, error) {
+func (r *Reconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*resolve.Result, []resolve.User, error) {
 	m := menu{c: r.Client}
 	res, err := resolve.Config(ctx, m, vc.Spec.ConfigRef)
 	if err != nil {
@@ -66,7 +66,7 @@ func (r *ClusterReconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyClus
 	return res, users, nil
 }
 
-func (r *ClusterReconciler) applyDefaultUserCondition(vc *valkeyv1.ValkeyCluster, users []resolve.User) {
+func (r *Reconciler) applyDefaultUserCondition(vc *valkeyv1.ValkeyCluster, users []resolve.User) {
 	if len(users) == 0 {
 		clusterstatus.SetCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionTrue, valkeyv1.ReasonNoBindings,
 			"no ACL bindings: the default user is open to every client without a password; add a binding to close it")

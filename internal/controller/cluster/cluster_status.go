@@ -167,7 +167,7 @@ func describe(a topology.Action) string {
 
 // report writes what the plan and the pods mean into the status and
 // Events.
-func (r *ClusterReconciler) report(ctx context.Context, s *clusterScope) (phaseResult, error) {
+func (r *Reconciler) report(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	r.reportContainerFailures(vc, s.failures, s.held)
 	r.reportVersions(vc, s.res, s.versionReason, s.versionMismatch)
@@ -212,7 +212,7 @@ func markSpecHeld(vc *valkeyv1.ValkeyCluster) {
 
 // setInvalid records a TLS validation failure: the state, the exact message
 // and an Event when the cluster was not already Invalid for that reason.
-func (r *ClusterReconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyCluster, reason, message string) {
+func (r *Reconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyCluster, reason, message string) {
 	if vc.Status.State != valkeyv1.StateInvalid || vc.Status.Message != message {
 		clusterstatus.LogFrom(ctx).Info("TLS Secret validation failed, setting cluster Invalid", "reason", reason, "message", message)
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, "ValidateTLS", "%s", message)
@@ -230,7 +230,7 @@ func markInvalid(vc *valkeyv1.ValkeyCluster, reason, message string) {
 
 // noteStateChange records a state transition, once it is written, as an
 // Event and a log line, so `kubectl get events` tells the cluster's story.
-func (r *ClusterReconciler) noteStateChange(ctx context.Context, from valkeyv1.ClusterState, vc *valkeyv1.ValkeyCluster) {
+func (r *Reconciler) noteStateChange(ctx context.Context, from valkeyv1.ClusterState, vc *valkeyv1.ValkeyCluster) {
 	to := vc.Status.State
 	if from == to || from == "" {
 		return
@@ -248,7 +248,7 @@ func (r *ClusterReconciler) noteStateChange(ctx context.Context, from valkeyv1.C
 }
 
 // noteUnreachable keeps nodes the operator could not ask visible in status.
-func (r *ClusterReconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *observed) {
+func (r *Reconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *observed) {
 	if len(o.unreachable) == 0 {
 		return
 	}

@@ -33,7 +33,7 @@ type tlsCheck struct {
 // of it. An invalid Secret, or a valid one whose ca.crt would split the
 // nodes between two CAs, makes the cluster Invalid and leaves only healing
 // to do, which reaches the nodes with the CA they run with.
-func (r *ClusterReconciler) reconcileTLS(ctx context.Context, s *clusterScope) (phaseResult, error) {
+func (r *Reconciler) reconcileTLS(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	if vc.Spec.TLS == nil {
 		return nextPhase, nil
@@ -106,7 +106,7 @@ func checkTLS(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster, 
 
 // nodeTLSCopy reads the operator's copy of the TLS material, the one every
 // node mounts; nil when there is none yet.
-func (r *ClusterReconciler) nodeTLSCopy(ctx context.Context, rc render.Cluster) (*corev1.Secret, error) {
+func (r *Reconciler) nodeTLSCopy(ctx context.Context, rc render.Cluster) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.Get(ctx, client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: render.NodeTLSSecretName(rc.Cluster.Name)}, &s)
 	if apierrors.IsNotFound(err) {
@@ -120,7 +120,7 @@ func (r *ClusterReconciler) nodeTLSCopy(ctx context.Context, rc render.Cluster) 
 
 // verifiedLeaves reads the fingerprints the TLS reloader recorded on the
 // node TLS copy.
-func (r *ClusterReconciler) verifiedLeaves(ctx context.Context, rc render.Cluster) ([]string, error) {
+func (r *Reconciler) verifiedLeaves(ctx context.Context, rc render.Cluster) ([]string, error) {
 	s, err := r.nodeTLSCopy(ctx, rc)
 	if s == nil {
 		return nil, err
@@ -129,7 +129,7 @@ func (r *ClusterReconciler) verifiedLeaves(ctx context.Context, rc render.Cluste
 }
 
 // applyTLSConditions reports validity, usage warnings and expiry.
-func (r *ClusterReconciler) applyTLSConditions(ctx context.Context, vc *valkeyv1.ValkeyCluster, tls tlsCheck) {
+func (r *Reconciler) applyTLSConditions(ctx context.Context, vc *valkeyv1.ValkeyCluster, tls tlsCheck) {
 	rep := reportTLS(vc, tls.Info, time.Now())
 	for _, w := range rep.announce {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
@@ -198,7 +198,7 @@ func reportTLS(vc *valkeyv1.ValkeyCluster, info *tlssecret.Info, now time.Time) 
 
 // mountedCA is the CA of the operator's copy of the TLS material, the one
 // every node has mounted; nil when there is none yet.
-func (r *ClusterReconciler) mountedCA(ctx context.Context, rc render.Cluster) ([]byte, error) {
+func (r *Reconciler) mountedCA(ctx context.Context, rc render.Cluster) ([]byte, error) {
 	s, err := r.nodeTLSCopy(ctx, rc)
 	if s == nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (r *ClusterReconciler) mountedCA(ctx context.Context, rc render.Cluster) ([
 // reach the nodes one by one, and those that reloaded would reject those
 // that have not. Held, the copy keeps the material every node shares,
 // which is also what replacements mount, until ca.crt bundles both CAs.
-func (r *ClusterReconciler) holdCARotation(ctx context.Context, rc render.Cluster, tls *tlsCheck) error {
+func (r *Reconciler) holdCARotation(ctx context.Context, rc render.Cluster, tls *tlsCheck) error {
 	mounted, err := r.nodeTLSCopy(ctx, rc)
 	if err != nil || mounted == nil {
 		return err

@@ -38,7 +38,7 @@ func TestTLSWarningEventsOnce(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(100)
-			r := &ClusterReconciler{Recorder: rec}
+			r := &Reconciler{Recorder: rec}
 			vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"},
 				Spec: valkeyv1.ValkeyClusterSpec{TLS: &valkeyv1.TLSSpec{SecretRef: "c-tls"}}}
 			tls := tlsCheck{Info: &tlssecret.Info{SecretName: "c-tls", Leaf: tlssecret.CertInfo{

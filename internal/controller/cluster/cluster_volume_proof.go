@@ -22,7 +22,7 @@ import (
 // read goes around the cache: a claim or node merely missing from a cache
 // is no proof that it is gone, and a node declared lost is replaced, its
 // keys given up when no replica holds them.
-func (r *ClusterReconciler) readStorage(ctx context.Context, o *observed) error {
+func (r *Reconciler) readStorage(ctx context.Context, o *observed) error {
 	for i := range o.members {
 		m := &o.members[i]
 		n := o.nodes[m.Name]
@@ -44,7 +44,7 @@ func (r *ClusterReconciler) readStorage(ctx context.Context, o *observed) error 
 // storageOf reads node's pod, then its claim, the claim's volume and the
 // Kubernetes node that volume is pinned to, stopping at the first that
 // does not exist.
-func (r *ClusterReconciler) storageOf(ctx context.Context, node *valkeyv1.ValkeyNode) (*topology.Storage, error) {
+func (r *Reconciler) storageOf(ctx context.Context, node *valkeyv1.ValkeyNode) (*topology.Storage, error) {
 	st := &topology.Storage{Claim: render.NodeClaimName(node.Name)}
 	var pod corev1.Pod
 	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: node.Namespace, Name: node.Name}, &pod); {

@@ -83,7 +83,7 @@ func TestReadStorage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objects...).Build()
 			cache := fake.NewClientBuilder().WithScheme(scheme).Build()
-			r := &ClusterReconciler{Client: cache, APIReader: api}
+			r := &Reconciler{Client: cache, APIReader: api}
 			o := &observed{nodes: map[string]*valkeyv1.ValkeyNode{"n1": tt.node},
 				members: []topology.Member{{Name: "n1", Pod: topology.Pod{Phase: tt.phase}}}}
 			if err := r.readStorage(ctx, o); err != nil {

@@ -39,7 +39,7 @@ const afterStep = 250 * time.Millisecond
 
 // runWave acts on the wave, unless the cluster is paused, and says when to
 // look again.
-func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Result, error) {
+func (r *Reconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Result, error) {
 	vc, wave := s.vc, s.wave
 	log := clusterstatus.LogFrom(ctx)
 	if r.applyPause(ctx, vc, wave) {
@@ -78,7 +78,7 @@ func (r *ClusterReconciler) runWave(ctx context.Context, s *clusterScope) (ctrlr
 // failing never stops the others. Each failure is counted, reported as a
 // Warning Event and in Progressing; the joined error makes the reconcile
 // back off.
-func (r *ClusterReconciler) actWave(ctx context.Context, s *clusterScope, wave topology.Wave) error {
+func (r *Reconciler) actWave(ctx context.Context, s *clusterScope, wave topology.Wave) error {
 	vc, o := s.vc, s.o
 	errs := make([]error, len(wave.Actions))
 	limit := max(r.Options.WaveConcurrency, 1)

@@ -93,7 +93,7 @@ func withDetail(head, detail string) string {
 // with the first failure's reason whenever the message changes. held, when
 // not empty, says that replacements are backing off; it keeps the
 // condition False after the failed pods themselves are gone.
-func (r *ClusterReconciler) reportContainerFailures(vc *valkeyv1.ValkeyCluster, failures []containerFailure, held string) {
+func (r *Reconciler) reportContainerFailures(vc *valkeyv1.ValkeyCluster, failures []containerFailure, held string) {
 	if len(failures) == 0 {
 		if held != "" {
 			clusterstatus.SetCondition(vc, valkeyv1.CondContainersHealthy, metav1.ConditionFalse, valkeyv1.ReasonReplacementBackoff, held)

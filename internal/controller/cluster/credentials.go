@@ -28,7 +28,7 @@ func (e *errCredentialsLost) Error() string { return e.message }
 // is turned into a restore (see keepCredentials). A Secret gone for good
 // while nodes exist is reported, never replaced: new passwords would lock
 // the operator out of every running node and break replication.
-func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Cluster) (render.Passwords, error) {
+func (r *Reconciler) ensurePasswords(ctx context.Context, rc render.Cluster) (render.Passwords, error) {
 	name := render.OperatorAuthSecretName(rc.Cluster.Name)
 	key := client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: name}
 	var s corev1.Secret
@@ -87,7 +87,7 @@ func (r *ClusterReconciler) ensurePasswords(ctx context.Context, rc render.Clust
 // finalizer is released so the deletion completes, and the next reconcile
 // recreates the Secret from the copy. Each step survives an operator
 // restart: the copy exists before the original can disappear.
-func (r *ClusterReconciler) keepCredentials(ctx context.Context, rc render.Cluster, s *corev1.Secret) error {
+func (r *Reconciler) keepCredentials(ctx context.Context, rc render.Cluster, s *corev1.Secret) error {
 	p, err := render.PasswordsFromSecret(s)
 	if err != nil {
 		return fmt.Errorf("secret %s, being deleted: %w", s.Name, err)
@@ -109,7 +109,7 @@ func (r *ClusterReconciler) keepCredentials(ctx context.Context, rc render.Clust
 
 // restoreCredentials recreates the operator-auth Secret from its restore
 // copy, if there is one, and removes the copy.
-func (r *ClusterReconciler) restoreCredentials(ctx context.Context, rc render.Cluster) (render.Passwords, bool, error) {
+func (r *Reconciler) restoreCredentials(ctx context.Context, rc render.Cluster) (render.Passwords, bool, error) {
 	var saved corev1.Secret
 	key := client.ObjectKey{Namespace: rc.Cluster.Namespace, Name: render.OperatorAuthRestoreSecretName(rc.Cluster.Name)}
 	switch err := r.APIReader.Get(ctx, key, &saved); {
@@ -134,7 +134,7 @@ func (r *ClusterReconciler) restoreCredentials(ctx context.Context, rc render.Cl
 }
 
 // releaseCredentials lets the operator-auth Secret go with its cluster.
-func (r *ClusterReconciler) releaseCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster) error {
+func (r *Reconciler) releaseCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster) error {
 	var s corev1.Secret
 	key := client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}
 	switch err := r.APIReader.Get(ctx, key, &s); {
@@ -152,7 +152,7 @@ func (r *ClusterReconciler) releaseCredentials(ctx context.Context, vc *valkeyv1
 // addExporterPassword completes the Secret of a cluster created before the
 // exporter's user existed. The update carries the read's resourceVersion,
 // so two writers cannot both mint one.
-func (r *ClusterReconciler) addExporterPassword(ctx context.Context, s *corev1.Secret, p render.Passwords) (render.Passwords, error) {
+func (r *Reconciler) addExporterPassword(ctx context.Context, s *corev1.Secret, p render.Passwords) (render.Passwords, error) {
 	var err error
 	if p.Exporter, err = render.NewPassword(rand.Reader); err != nil {
 		return render.Passwords{}, fmt.Errorf("generating the exporter password: %w", err)

@@ -61,7 +61,7 @@ func rotationStepOf(s *corev1.Secret, requested string) (rotationStep, render.Pa
 
 // rotateCredentials advances a rotation by at most one step. It reports
 // whether one is under way, so the cluster is looked at again soon.
-func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *nodeconn.Connector) (bool, error) {
+func (r *Reconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *nodeconn.Connector) (bool, error) {
 	requested := vc.Annotations[valkeyv1.AnnotationRotateCredentials]
 	s, st, p, err := r.readRotation(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: render.OperatorAuthSecretName(vc.Name)}, requested)
 	if err != nil {
@@ -80,7 +80,7 @@ func (r *ClusterReconciler) rotateCredentials(ctx context.Context, vc *valkeyv1.
 
 // readRotation reads the auth Secret and decides the next step from it;
 // the Secret is nil when there is nothing to do.
-func (r *ClusterReconciler) readRotation(ctx context.Context, key client.ObjectKey, requested string) (*corev1.Secret, rotationStep, render.Passwords, error) {
+func (r *Reconciler) readRotation(ctx context.Context, key client.ObjectKey, requested string) (*corev1.Secret, rotationStep, render.Passwords, error) {
 	// The cache answers the common case, no rotation, without a request to
 	// the API server; a step is decided again on a fresh read before it acts.
 	var cached corev1.Secret
@@ -105,7 +105,7 @@ func (r *ClusterReconciler) readRotation(ctx context.Context, key client.ObjectK
 
 // drawNextPasswords stores new passwords as the next ones, which the ACL
 // file then accepts beside the current ones.
-func (r *ClusterReconciler) drawNextPasswords(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, p render.Passwords, requested string) (bool, error) {
+func (r *Reconciler) drawNextPasswords(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, p render.Passwords, requested string) (bool, error) {
 	next, err := render.NewPasswords(rand.Reader)
 	if err != nil {
 		return false, fmt.Errorf("generating passwords: %w", err)
@@ -121,7 +121,7 @@ func (r *ClusterReconciler) drawNextPasswords(ctx context.Context, vc *valkeyv1.
 
 // switchToNextPasswords makes the next passwords current once every node
 // accepts them, keeping the old ones accepted as the previous.
-func (r *ClusterReconciler) switchToNextPasswords(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *nodeconn.Connector, s *corev1.Secret, p render.Passwords) (bool, error) {
+func (r *Reconciler) switchToNextPasswords(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *nodeconn.Connector, s *corev1.Secret, p render.Passwords) (bool, error) {
 	if why := r.notAccepting(ctx, o, conn, p); why != "" {
 		clusterstatus.LogFrom(ctx).V(1).Info("credentials rotation waiting", "for", why)
 		return true, nil
@@ -139,7 +139,7 @@ func (r *ClusterReconciler) switchToNextPasswords(ctx context.Context, vc *valke
 
 // finishRotation drops the previous passwords once the switch has settled
 // and every node replicates with the current one.
-func (r *ClusterReconciler) finishRotation(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *nodeconn.Connector, s *corev1.Secret, p render.Passwords) (bool, error) {
+func (r *Reconciler) finishRotation(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, conn *nodeconn.Connector, s *corev1.Secret, p render.Passwords) (bool, error) {
 	switched, err := time.Parse(time.RFC3339, s.Annotations[valkeyv1.AnnotationCredentialsSwitchedAt])
 	if err == nil && time.Since(switched) < r.Options.CredentialsSettle {
 		return true, nil
@@ -165,7 +165,7 @@ func (r *ClusterReconciler) finishRotation(ctx context.Context, vc *valkeyv1.Val
 // writeAuth stores p in the auth Secret read as s, with annotations set
 // (an empty value removes one). The update carries s's resourceVersion:
 // a Secret changed meanwhile is read again on the next reconcile.
-func (r *ClusterReconciler) writeAuth(ctx context.Context, s *corev1.Secret, p render.Passwords, annotations map[string]string) error {
+func (r *Reconciler) writeAuth(ctx context.Context, s *corev1.Secret, p render.Passwords, annotations map[string]string) error {
 	s.Data = render.OperatorAuthData(p)
 	for k, v := range annotations {
 		if v == "" {
@@ -186,7 +186,7 @@ func (r *ClusterReconciler) writeAuth(ctx context.Context, s *corev1.Secret, p r
 // notAccepting returns why not every running node accepts the next
 // passwords yet ("" when all do). A node not running yet will mount the
 // ACL file that already names them.
-func (r *ClusterReconciler) notAccepting(ctx context.Context, o *observed, conn *nodeconn.Connector, p render.Passwords) string {
+func (r *Reconciler) notAccepting(ctx context.Context, o *observed, conn *nodeconn.Connector, p render.Passwords) string {
 	for _, name := range o.names() {
 		if err, ok := o.unreachable[name]; ok {
 			return fmt.Sprintf("node %s unreachable: %v", name, err)
@@ -218,7 +218,7 @@ func (r *ClusterReconciler) notAccepting(ctx context.Context, o *observed, conn 
 // replica authenticates when it connects to its primary); it returns why
 // it could not ("" when done). Every node must run: one starting now could
 // have mounted the previous password.
-func (r *ClusterReconciler) setPrimaryAuth(ctx context.Context, o *observed, conn *nodeconn.Connector, password string) string {
+func (r *Reconciler) setPrimaryAuth(ctx context.Context, o *observed, conn *nodeconn.Connector, password string) string {
 	for _, name := range o.names() {
 		pod := o.pods[name]
 		if pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {

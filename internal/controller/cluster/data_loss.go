@@ -147,7 +147,7 @@ func (o *observed) lostNode(l dataLoss) runtime.Object {
 // the cluster, rather than leaving it to the reconcile's closing status
 // patch: that patch is dropped on a conflict and the next reconcile, with
 // the node already forgotten, would never know the loss happened.
-func (r *ClusterReconciler) recordDataLoss(ctx context.Context, vc *valkeyv1.ValkeyCluster, msg string) error {
+func (r *Reconciler) recordDataLoss(ctx context.Context, vc *valkeyv1.ValkeyCluster, msg string) error {
 	err := clusterstatus.Update(ctx, r.Client, r.APIReader, client.ObjectKeyFromObject(vc), func(fresh *valkeyv1.ValkeyCluster) bool {
 		clusterstatus.SetCondition(fresh, valkeyv1.CondDataLost, metav1.ConditionTrue, valkeyv1.ReasonPrimaryLostNoReplica, msg)
 		return true
@@ -160,7 +160,7 @@ func (r *ClusterReconciler) recordDataLoss(ctx context.Context, vc *valkeyv1.Val
 
 // lossReported clears the lost primary's recorded slots once its loss is
 // reported, so that deleting its ValkeyNode does not report it again.
-func (r *ClusterReconciler) lossReported(ctx context.Context, n *valkeyv1.ValkeyNode) error {
+func (r *Reconciler) lossReported(ctx context.Context, n *valkeyv1.ValkeyNode) error {
 	if n == nil || n.Status.Slots == "" {
 		return nil
 	}
@@ -179,7 +179,7 @@ func (r *ClusterReconciler) lossReported(ctx context.Context, n *valkeyv1.Valkey
 // forgotten primary's: a Warning Event and the DataLost condition. The
 // record is read again from the API first, so a cache that has not yet
 // seen an earlier report or deletion does not make it twice.
-func (r *ClusterReconciler) deleteDeadNode(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, name string) error {
+func (r *Reconciler) deleteDeadNode(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed, name string) error {
 	n := o.nodes[name]
 	if n == nil {
 		return nil

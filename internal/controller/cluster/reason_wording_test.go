@@ -158,7 +158,7 @@ func derive(t *testing.T, sc wordingScenario, o *observed, wave topology.Wave) d
 		vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: vc.Spec.Shards, ReplicasPerShard: vc.Spec.ReplicasPerShard}
 	}
 	rec := events.NewFakeRecorder(100)
-	r := &ClusterReconciler{Recorder: rec}
+	r := &Reconciler{Recorder: rec}
 	s := &clusterScope{vc: vc, o: o, in: sc.in, wave: wave, creating: sc.in.Creating, held: d.held}
 	if _, err := r.report(context.Background(), s); err != nil {
 		t.Fatal(err)

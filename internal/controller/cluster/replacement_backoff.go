@@ -105,7 +105,7 @@ func countFailures(rec replacementRecord, failures []containerFailure, nodes map
 
 // writeReplacementRecord keeps the record in the cluster's annotation, so
 // an operator restart keeps it; an empty record removes the annotation.
-func (r *ClusterReconciler) writeReplacementRecord(ctx context.Context, vc *valkeyv1.ValkeyCluster, rec replacementRecord) error {
+func (r *Reconciler) writeReplacementRecord(ctx context.Context, vc *valkeyv1.ValkeyCluster, rec replacementRecord) error {
 	want := ""
 	if rec.Failures > 0 {
 		b, err := json.Marshal(rec)

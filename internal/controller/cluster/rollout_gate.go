@@ -33,7 +33,7 @@ func (o rolloutObject) String() string { return o.kind + " " + o.obj.GetName() }
 // and gives back the cluster's slots as it goes, image first then the
 // configs child to root: taking them in one order everywhere means two
 // clusters never each hold a slot the other waits for.
-func (r *ClusterReconciler) rolloutGate(ctx context.Context, s *clusterScope) (string, error) {
+func (r *Reconciler) rolloutGate(ctx context.Context, s *clusterScope) (string, error) {
 	if s.res == nil {
 		return "", nil
 	}
@@ -102,7 +102,7 @@ func (r *ClusterReconciler) rolloutGate(ctx context.Context, s *clusterScope) (s
 // writeRollout records st as o's rollout status. The update carries the
 // resourceVersion the decision was read at, so a decision made on a stale
 // count fails instead of overwriting another cluster's slot.
-func (r *ClusterReconciler) writeRollout(ctx context.Context, o rolloutObject, st valkeyv1.RolloutStatus) error {
+func (r *Reconciler) writeRollout(ctx context.Context, o rolloutObject, st valkeyv1.RolloutStatus) error {
 	*o.status = st
 	if err := r.Status().Update(ctx, o.obj); err != nil {
 		return fmt.Errorf("writing the rollout status of %s: %w", o, err)

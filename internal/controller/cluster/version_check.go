@@ -60,7 +60,7 @@ func versionMismatch(nodes map[string]*valkeyv1.ValkeyNode, versions map[string]
 // reportVersions sets VersionMatches, with a Warning Event whenever the
 // mismatch message changes. Without a resolved image there is nothing to
 // compare against, and the condition keeps what it said.
-func (r *ClusterReconciler) reportVersions(vc *valkeyv1.ValkeyCluster, res *resolve.Result, reason, mismatch string) {
+func (r *Reconciler) reportVersions(vc *valkeyv1.ValkeyCluster, res *resolve.Result, reason, mismatch string) {
 	if res == nil {
 		return
 	}

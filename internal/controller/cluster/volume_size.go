@@ -21,7 +21,7 @@ import (
 // size recorded (its node controller expands the claim), the VolumeSize
 // condition is written, and, while the size cannot be applied, new nodes
 // get the size their peers' volumes have.
-func (r *ClusterReconciler) sizeVolumes(ctx context.Context, s *clusterScope) error {
+func (r *Reconciler) sizeVolumes(ctx context.Context, s *clusterScope) error {
 	vc := s.vc
 	spec, err := s.desired(0)
 	if err != nil {
@@ -71,7 +71,7 @@ func (r *ClusterReconciler) sizeVolumes(ctx context.Context, s *clusterScope) er
 
 // nodeVolumes are the cluster's persistent nodes that are not leaving,
 // each with its claim as the cache holds it.
-func (r *ClusterReconciler) nodeVolumes(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) ([]render.NodeVolume, error) {
+func (r *Reconciler) nodeVolumes(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) ([]render.NodeVolume, error) {
 	var claims corev1.PersistentVolumeClaimList
 	if err := r.List(ctx, &claims, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
 		return nil, fmt.Errorf("listing PersistentVolumeClaims: %w", err)

@@ -72,7 +72,7 @@ func TestVolumeSizeActs(t *testing.T) {
 			a, b := nodeNamed("c-a"), nodeNamed("c-b")
 			class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "x", AllowVolumeExpansion: ptr.To(tt.expand)}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, b, claim("c-a", true), claim("c-b", false), class).Build()
-			r := &ClusterReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10)}
+			r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10)}
 			s := &clusterScope{vc: &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}},
 				o: &observed{nodes: map[string]*valkeyv1.ValkeyNode{"c-a": a, "c-b": b}}, desired: desired}
 			if err := r.sizeVolumes(ctx, s); err != nil {

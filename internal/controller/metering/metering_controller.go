@@ -36,9 +36,9 @@ type meteringReconciler struct {
 	Recorder events.EventRecorder
 }
 
-// MeteringRecordName is the record of a cluster: its namespace, name and
+// RecordName is the record of a cluster: its namespace, name and
 // the start of its UID, so a later cluster of the same name gets its own.
-func MeteringRecordName(vc *valkeyv1.ValkeyCluster) string {
+func RecordName(vc *valkeyv1.ValkeyCluster) string {
 	uid := string(vc.UID)
 	if len(uid) > 8 {
 		uid = uid[:8]
@@ -48,7 +48,7 @@ func MeteringRecordName(vc *valkeyv1.ValkeyCluster) string {
 
 // recordRequest is the record key of a cluster.
 func (r *meteringReconciler) recordRequest(vc *valkeyv1.ValkeyCluster) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Options.Namespace, Name: MeteringRecordName(vc)}}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Options.Namespace, Name: RecordName(vc)}}
 }
 
 func (r *meteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
@@ -121,7 +121,7 @@ func (r *meteringReconciler) create(ctx context.Context, req ctrlrt.Request) (ct
 	case err != nil:
 		return ctrlrt.Result{}, fmt.Errorf("reading cluster %s/%s: %w", ns, rest[:i], err)
 	}
-	if MeteringRecordName(&vc) != req.Name || !vc.DeletionTimestamp.IsZero() {
+	if RecordName(&vc) != req.Name || !vc.DeletionTimestamp.IsZero() {
 		return ctrlrt.Result{}, nil
 	}
 	rec := &valkeyv1.ValkeyMeteringRecord{
