@@ -231,6 +231,10 @@ const (
 	// ReasonReplacementBackoff: new nodes are held back after repeated
 	// container failures (ContainersHealthy, and Progressing while it holds).
 	ReasonReplacementBackoff = "ReplacementBackoff"
+	// ReasonHeldForVersion: node creations and the roll wait while a node
+	// runs another Valkey version than its image declares, or a downgrade
+	// the data forbids is asked for (VersionMatches says which).
+	ReasonHeldForVersion = "HeldForVersion"
 	// ReasonRolloutWaiting: the cluster owes a roll, and a ValkeyImage or
 	// ValkeyConfig it uses has not given it its turn: every rollout slot
 	// is taken, its canaries have not finished, or a failed roll holds

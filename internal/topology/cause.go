@@ -49,6 +49,9 @@ const (
 	// CauseRolloutWaiting: the roll waits for its turn in a fleet rollout
 	// (Input.HoldRoll).
 	CauseRolloutWaiting
+	// CauseHeldForVersion: node creations and the roll wait while the
+	// Valkey version check holds them (Input.HoldForVersion).
+	CauseHeldForVersion
 
 	causeEnd
 )
@@ -68,6 +71,7 @@ var causeNames = [causeEnd]string{
 	CauseReplacementBackoff: "ReplacementBackoff",
 	CausePodMissing:         "PodMissing",
 	CauseRolloutWaiting:     "RolloutWaiting",
+	CauseHeldForVersion:     "HeldForVersion",
 }
 
 // WaitCauses lists every cause a Wait can carry, CauseNone aside, so a

@@ -110,6 +110,13 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 				return in
 			}(),
 			CauseReplacementBackoff, ReasonReplacementBackoff},
+		{"a new shard while the version check fails",
+			func() Input {
+				in := steady(4, func([]Member) {})
+				in.HoldForVersion = "node n1 runs 9.1.2"
+				return in
+			}(),
+			CauseHeldForVersion, ReasonHeldForVersion},
 	}
 	seen := map[WaitCause]bool{}
 	for _, tt := range tests {

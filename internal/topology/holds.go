@@ -45,7 +45,7 @@ func (w *world) holds(wv Wave) Wave {
 		// retires run what their image says. A roll's own waits give way
 		// to the hold, so status says why the roll does not go on.
 		wv = wv.without(func(a Action) bool { return a.Kind == KindCreateNode || a.Tier == TierUpdate },
-			CauseNone, ReasonHeldForVersion, func(Action) string { return why })
+			CauseHeldForVersion, ReasonHeldForVersion, func(Action) string { return why })
 	}
 	return wv
 }

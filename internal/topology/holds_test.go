@@ -131,7 +131,7 @@ func TestHoldForVersion(t *testing.T) {
 			if w.String() != tt.want || w.Lead().Tier != tt.tier {
 				t.Fatalf("got  %s in tier %s\nwant %s in tier %s", w, w.Lead().Tier, tt.want, tt.tier)
 			}
-			if isHeld := w.String() == held; isHeld != (len(w.Held) == 1) || (isHeld && w.Held[0] != w.Lead()) {
+			if isHeld := w.String() == held; isHeld != (len(w.Held) == 1) || (isHeld && (w.Held[0] != w.Lead() || w.Lead().Cause != CauseHeldForVersion)) {
 				t.Fatalf("holds %v for the wave %s", w.Held, w)
 			}
 		})

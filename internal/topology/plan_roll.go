@@ -64,29 +64,35 @@ func (w *world) roll() (Action, bool) {
 		return markLeaving(TierUpdate, outdated[0], "retiring outdated replica"), true
 	}
 	if p.Outdated && len(fresh) > 0 {
-		var unnamed *node
-		for _, n := range fresh {
-			if !n.isReplicaOf(p.id) || !w.healthy(n) || !n.View.LinkUp || !n.View.SyncDone {
-				continue
-			}
-			// A node that has heard a peer only through an unacknowledged
-			// handshake, or lost its name to a reply without extensions,
-			// tells clients "?" for it: the slots would have no address.
-			if !w.met(n) {
-				unnamed = n
-				continue
-			}
-			return Action{Kind: KindFailover, Tier: TierUpdate, Reason: ReasonRollFailover,
-				Detail:   fmt.Sprintf("%s replaces %s", n.Name, p.Name),
-				Failover: &Failover{Node: n.Name, Mode: FailoverDefault}}, true
-		}
-		if unnamed != nil {
-			return wait(TierUpdate, ReasonPeerNameUnknown, unnamed.Name), true
-		}
-		return wait(TierUpdate, "waiting for an up-to-date replica to catch up", fresh[0].Name), true
+		return w.handOver(p, fresh), true
 	}
 	if len(reps) <= R {
 		return createNode(TierUpdate, target, JoinReplica, "creating replacement node"), true
 	}
 	return wait(TierUpdate, "waiting for shard to settle", fmt.Sprint(target)), true
+}
+
+// handOver moves an outdated primary's slots to an up-to-date replica that
+// has caught up, or says which replica the roll waits for.
+func (w *world) handOver(p *node, fresh []*node) Action {
+	var unnamed *node
+	for _, n := range fresh {
+		if !n.isReplicaOf(p.id) || !w.healthy(n) || !n.View.LinkUp || !n.View.SyncDone {
+			continue
+		}
+		// A node that has heard a peer only through an unacknowledged
+		// handshake, or lost its name to a reply without extensions,
+		// tells clients "?" for it: the slots would have no address.
+		if !w.met(n) {
+			unnamed = n
+			continue
+		}
+		return Action{Kind: KindFailover, Tier: TierUpdate, Reason: ReasonRollFailover,
+			Detail:   fmt.Sprintf("%s replaces %s", n.Name, p.Name),
+			Failover: &Failover{Node: n.Name, Mode: FailoverDefault}}
+	}
+	if unnamed != nil {
+		return wait(TierUpdate, ReasonPeerNameUnknown, unnamed.Name)
+	}
+	return wait(TierUpdate, "waiting for an up-to-date replica to catch up", fresh[0].Name)
 }

@@ -50,7 +50,8 @@ func TestVersionMismatchHoldsRoll(t *testing.T) {
 	eventually(t, time.Minute, "the roll held in Progressing", func() error {
 		vc := getCluster(t, key)
 		p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing)
-		if p == nil || p.Status != "True" || !strings.Contains(p.Message, "node creations held") || !strings.Contains(p.Message, "runs 9.1.2") {
+		if p == nil || p.Status != "True" || p.Reason != valkeyv1.ReasonHeldForVersion ||
+			!strings.Contains(p.Message, "node creations held") || !strings.Contains(p.Message, "runs 9.1.2") {
 			return fmt.Errorf("conditions %v", conditionSummary(vc))
 		}
 		return nil

@@ -22,6 +22,7 @@ var causeReasons = map[topology.WaitCause]string{
 	topology.CauseScaleInNoHeadroom:  valkeyv1.ReasonInsufficientMemory,
 	topology.CauseReplacementBackoff: valkeyv1.ReasonReplacementBackoff,
 	topology.CausePodMissing:         valkeyv1.ReasonPodMissing,
+	topology.CauseHeldForVersion:     valkeyv1.ReasonHeldForVersion,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a
