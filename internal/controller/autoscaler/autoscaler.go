@@ -165,7 +165,8 @@ func (r *autoscaler) forget(key types.NamespacedName) {
 }
 
 // IgnoreNewSamples passes every ValkeyNode change but a new sample, so
-// sampling every node does not wake the cluster controller for each one.
+// sampling every node does not wake the cluster controller for each one;
+// the cluster controller's wiring filters its node watch with it.
 func IgnoreNewSamples() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {

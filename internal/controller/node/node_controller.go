@@ -76,7 +76,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // ComesBack: a persistent node that is not being retired gets its pod back
-// whenever it is gone.
+// whenever it is gone. The cluster controller reads the same rule, so it
+// sees such a node's missing pod as pending, never as a lost node.
 func ComesBack(node *valkeyv1.ValkeyNode) bool {
 	return node.Spec.Persistence != nil && node.Spec.Lifecycle != valkeyv1.LifecycleLeaving
 }

@@ -15,7 +15,8 @@ import (
 // ExpandClaim raises the node's claim to the size the cluster recorded on
 // the node; the StorageClass's resizer does the rest, with the pod running.
 // A claim not bound yet cannot be resized: its binding brings the node
-// back here.
+// back here. Exported for the cluster package's volume-size test, which
+// drives both halves: the size recorded on the node, then the claim.
 func (r *Reconciler) ExpandClaim(ctx context.Context, node *valkeyv1.ValkeyNode) error {
 	p := node.Spec.Persistence
 	if p == nil || node.Spec.Lifecycle == valkeyv1.LifecycleLeaving {
