@@ -125,9 +125,14 @@ func wordingScenarios(now time.Time) []wordingScenario {
 			change: func(ms []topology.Member) []topology.Member { return lose(ms, "c", false) },
 			in:     with(steady, func(in *topology.Input) { in.Backoff = backoff }), lead: "Forget/None"},
 		{name: "a roll held by the version check", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
-			in: with(steady, func(in *topology.Input) { in.HoldForVersion = "node c runs 9.1.2" }), lead: "Wait/None"},
+			in: with(steady, func(in *topology.Input) { in.HoldForVersion = "node c runs 9.1.2" }), lead: "Wait/HeldForVersion"},
 		{name: "a new shard while the TLS Secret is invalid", nodes: twoByOne(),
 			in: with(steady, func(in *topology.Input) { in.Shards, in.HoldForTLS = 3, true }), lead: "Wait/HeldForTLS"},
+		{name: "a slot migration under way", nodes: twoByOne(),
+			change: func(ms []topology.Member) []topology.Member {
+				return withMember(ms, "a", func(m *topology.Member) { m.View.AtomicMigrationInFlight = true })
+			},
+			in: steady, lead: "Wait/None"},
 		{name: "a roll waiting for its turn", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
 			in: with(steady, func(in *topology.Input) { in.HoldRoll = "waiting for rollout slot" }), lead: "Wait/RolloutWaiting"},
 	}
