@@ -16,7 +16,7 @@ import (
 // Filtered, it holds those carrying the operator's managed-by label, which
 // every Secret and Pod it creates carries. Secrets it references but does
 // not own, a user's TLS Secret, are read around the cache and watched by
-// name (secretWatches).
+// name (watch.SecretWatches).
 //
 // With WatchNamespaces set, every namespaced kind is cached from those
 // namespaces only: a namespace-scoped install holds no permission to list

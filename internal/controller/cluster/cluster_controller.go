@@ -94,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.
 		r.noteStateChange(ctx, before.Status.State, &vc)
 	}
 	if err != nil {
-		// The rate limiter backs off per cluster (see errorBackoff).
+		// The rate limiter backs off per cluster (see the root package's errorBackoff).
 		return ctrlrt.Result{}, err
 	}
 	return result, nil

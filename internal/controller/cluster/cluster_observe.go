@@ -170,7 +170,7 @@ func (r *Reconciler) listMembers(ctx context.Context, vc *valkeyv1.ValkeyCluster
 	return o, nil
 }
 
-// nodePodState is podState, except that the pod of a persistent node that
+// nodePodState is nodeconn.PodState, except that the pod of a persistent node that
 // is not being retired is coming back (the node controller recreates it on
 // the same claim): absent or ended, it is pending, never a lost node.
 func nodePodState(n *valkeyv1.ValkeyNode, p *corev1.Pod) topology.Pod {

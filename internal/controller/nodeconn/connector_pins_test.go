@@ -15,7 +15,7 @@ func TestParsePins(t *testing.T) {
 		{" a, ,b,", []string{"a", "b"}},
 	} {
 		if got := ParsePins(tt.in); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parsePins(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("ParsePins(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// ParsePins reads the verified-leaf annotation formatPins writes.
+// ParsePins reads the verified-leaf annotation FormatPins writes.
 func ParsePins(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -15,7 +15,7 @@ func ParsePins(v string) []string {
 	return out
 }
 
-// FormatPins writes the verified-leaf annotation parsePins reads.
+// FormatPins writes the verified-leaf annotation ParsePins reads.
 func FormatPins(pins []string) string {
 	return strings.Join(pins, ",")
 }

@@ -46,7 +46,7 @@ func TestPodStateExited(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := PodState(tt.pod)
 			if got.Phase != tt.phase || got.Exited != tt.exited {
-				t.Errorf("podState = %s exited=%v, want %s exited=%v", got.Phase, got.Exited, tt.phase, tt.exited)
+				t.Errorf("PodState = %s exited=%v, want %s exited=%v", got.Phase, got.Exited, tt.phase, tt.exited)
 			}
 		})
 	}

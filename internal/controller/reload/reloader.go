@@ -79,7 +79,7 @@ type reloadKind interface {
 }
 
 // build wires the reloader to the manager and starts its controller: the
-// clusters (updates filtered by clusterChangedFor with same) and the Secret
+// clusters (updates filtered by watch.ClusterChangedFor with same) and the Secret
 // of each.
 func (r *reloader[N, X]) build(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool, name string,
 	same func(o, n *valkeyv1.ValkeyCluster) bool) *builder.Builder {
