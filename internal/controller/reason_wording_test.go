@@ -125,7 +125,12 @@ func wordingScenarios(now time.Time) []wordingScenario {
 			change: func(ms []topology.Member) []topology.Member { return lose(ms, "c", false) },
 			in:     with(steady, func(in *topology.Input) { in.Backoff = backoff }), lead: "Forget/None"},
 		{name: "a roll held by the version check", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
-			in: with(steady, func(in *topology.Input) { in.HoldForVersion = "node c runs 9.1.2" }), lead: "Wait/None"},
+			in: with(steady, func(in *topology.Input) { in.HoldForVersion = "node c runs 9.1.2" }), lead: "Wait/HeldForVersion"},
+		{name: "a roll waiting for its replacement to join", nodes: append(twoByOne(), fixtureNode{name: "e", shard: 0, replica: "a", life: topology.LifecycleJoining}),
+			change: func(ms []topology.Member) []topology.Member {
+				return withMember(outdated("a", "b", "c", "d")(ms), "e", func(m *topology.Member) { m.View.SyncDone = false })
+			},
+			in: steady, lead: "Wait/None"},
 		{name: "a new shard while the TLS Secret is invalid", nodes: twoByOne(),
 			in: with(steady, func(in *topology.Input) { in.Shards, in.HoldForTLS = 3, true }), lead: "Wait/HeldForTLS"},
 		{name: "a roll waiting for its turn", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
