@@ -126,13 +126,13 @@ func wordingScenarios(now time.Time) []wordingScenario {
 			in:     with(steady, func(in *topology.Input) { in.Backoff = backoff }), lead: "Forget/None"},
 		{name: "a roll held by the version check", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
 			in: with(steady, func(in *topology.Input) { in.HoldForVersion = "node c runs 9.1.2" }), lead: "Wait/HeldForVersion"},
-		{name: "a new shard while the TLS Secret is invalid", nodes: twoByOne(),
-			in: with(steady, func(in *topology.Input) { in.Shards, in.HoldForTLS = 3, true }), lead: "Wait/HeldForTLS"},
-		{name: "a slot migration under way", nodes: twoByOne(),
+		{name: "a roll waiting for its replacement to join", nodes: append(twoByOne(), fixtureNode{name: "e", shard: 0, replica: "a", life: topology.LifecycleJoining}),
 			change: func(ms []topology.Member) []topology.Member {
-				return withMember(ms, "a", func(m *topology.Member) { m.View.AtomicMigrationInFlight = true })
+				return withMember(outdated("a", "b", "c", "d")(ms), "e", func(m *topology.Member) { m.View.SyncDone = false })
 			},
 			in: steady, lead: "Wait/None"},
+		{name: "a new shard while the TLS Secret is invalid", nodes: twoByOne(),
+			in: with(steady, func(in *topology.Input) { in.Shards, in.HoldForTLS = 3, true }), lead: "Wait/HeldForTLS"},
 		{name: "a roll waiting for its turn", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
 			in: with(steady, func(in *topology.Input) { in.HoldRoll = "waiting for rollout slot" }), lead: "Wait/RolloutWaiting"},
 	}
