@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -15,7 +16,7 @@ import (
 // Filtered, it holds those carrying the operator's managed-by label, which
 // every Secret and Pod it creates carries. Secrets it references but does
 // not own, a user's TLS Secret, are read around the cache and watched by
-// name (secretWatches).
+// name (watch.SecretWatches).
 //
 // With WatchNamespaces set, every namespaced kind is cached from those
 // namespaces only: a namespace-scoped install holds no permission to list
@@ -23,7 +24,7 @@ import (
 // cluster-scoped menu kinds are still cached cluster-wide. The metering
 // records live in the operator's own namespace, watched or not, and only
 // there.
-func CacheOptions(opts Options) cache.Options {
+func CacheOptions(opts options.Options) cache.Options {
 	var out cache.Options
 	if opts.FilterCache {
 		managed := render.ManagedSelector()

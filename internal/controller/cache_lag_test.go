@@ -17,6 +17,8 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/testenv"
 )
 
@@ -75,11 +77,11 @@ func TestNodeCreationSurvivesCacheLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = lagEnv.Stop() }()
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := controller.DefaultOptions()
+	opts := options.DefaultOptions()
 	opts.PendingRequeue = 200 * time.Millisecond
 	opts.ErrorBackoffMax = time.Second
 	mgr, err := ctrl.NewManager(lagEnv.Config, ctrl.Options{

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -14,7 +15,7 @@ func TestCacheOptions(t *testing.T) {
 	managed := render.ManagedSelector().String()
 	tests := []struct {
 		name   string
-		mutate func(o *Options)
+		mutate func(o *options.Options)
 		// wantNamespaces are the cache's default namespaces; nil is every one.
 		wantNamespaces []string
 		// wantLabels maps each kind given its own settings to its label
@@ -25,24 +26,24 @@ func TestCacheOptions(t *testing.T) {
 	}{
 		{
 			name:       "every namespace, filtered",
-			mutate:     func(*Options) {},
+			mutate:     func(*options.Options) {},
 			wantLabels: map[string]string{"Secret": managed, "Pod": managed, "PersistentVolumeClaim": managed},
 		},
 		{
 			name:       "every namespace, unfiltered",
-			mutate:     func(o *Options) { o.FilterCache = false },
+			mutate:     func(o *options.Options) { o.FilterCache = false },
 			wantLabels: map[string]string{},
 		},
 		{
 			name:           "watched namespaces keep the filter",
-			mutate:         func(o *Options) { o.WatchNamespaces = []string{"team-a", "team-b"} },
+			mutate:         func(o *options.Options) { o.WatchNamespaces = []string{"team-a", "team-b"} },
 			wantNamespaces: []string{"team-a", "team-b"},
 			wantLabels:     map[string]string{"Secret": managed, "Pod": managed, "PersistentVolumeClaim": managed, "ValkeyMeteringRecord": ""},
-			wantMetering:   []string{DefaultNamespace},
+			wantMetering:   []string{options.DefaultNamespace},
 		},
 		{
 			name: "the operator's namespace among the watched",
-			mutate: func(o *Options) {
+			mutate: func(o *options.Options) {
 				o.WatchNamespaces = []string{"team-a", "ops"}
 				o.Namespace = "ops"
 			},
@@ -52,18 +53,18 @@ func TestCacheOptions(t *testing.T) {
 		},
 		{
 			name: "watched namespaces, unfiltered",
-			mutate: func(o *Options) {
+			mutate: func(o *options.Options) {
 				o.FilterCache = false
 				o.WatchNamespaces = []string{"team-a"}
 			},
 			wantNamespaces: []string{"team-a"},
 			wantLabels:     map[string]string{"ValkeyMeteringRecord": ""},
-			wantMetering:   []string{DefaultNamespace},
+			wantMetering:   []string{options.DefaultNamespace},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := DefaultOptions()
+			o := options.DefaultOptions()
 			tt.mutate(&o)
 			got := CacheOptions(o)
 			if ns := slices.Sorted(maps.Keys(got.DefaultNamespaces)); !slices.Equal(ns, tt.wantNamespaces) {

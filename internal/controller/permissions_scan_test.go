@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"go/ast"
 	"go/constant"
+	"go/parser"
+	"go/token"
 	"go/types"
+	"maps"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -42,9 +46,9 @@ const (
 	verbsOfReader = "Get List"
 )
 
-// scanCalls type-checks the non-test files of the package in dir and
-// returns every grant its calls to the Kubernetes API need, with where each
-// is needed. The rules:
+// scanCalls type-checks the non-test files of the package in dir and of
+// every package under it, and returns every grant their calls to the
+// Kubernetes API need, with where each is needed. The rules:
 //
 //   - a controller-runtime client's Create, Update, Patch, Delete and
 //     DeleteAllOf need that verb on the object's resource (through Status()
@@ -67,33 +71,32 @@ const (
 // the test, so that nothing the code does goes unnoticed.
 func scanCalls(t *testing.T, dir string, scheme *runtime.Scheme) map[grant][]string {
 	t.Helper()
-	cfg := &packages.Config{
-		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
-		Dir:  dir,
-	}
-	pkgs, err := packages.Load(cfg, ".")
+	pkgs, err := loadTree(dir)
 	if err != nil {
 		t.Fatalf("loading %s: %v", dir, err)
 	}
-	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 {
-		t.Fatalf("loading %s: %d packages, errors %v", dir, len(pkgs), pkgs[0].Errors)
-	}
 	s := &scanner{
-		pkg:    pkgs[0],
-		info:   pkgs[0].TypesInfo,
+		fset:   pkgs[0].Fset,
+		info:   mergedInfo(pkgs),
+		ours:   map[*types.Package]bool{},
 		kinds:  map[string]schema.GroupVersionKind{},
 		params: map[*types.Var]param{},
 		calls:  map[*types.Func][]*ast.CallExpr{},
 		writes: map[*types.Var][]ast.Expr{},
 		found:  map[grant][]string{},
 	}
+	var files []*ast.File
+	for _, p := range pkgs {
+		s.ours[p.Types] = true
+		files = append(files, p.Syntax...)
+	}
 	for gvk, typ := range scheme.AllKnownTypes() {
 		s.kinds[typ.PkgPath()+"."+typ.Name()] = gvk
 	}
-	for _, f := range s.pkg.Syntax {
+	for _, f := range files {
 		ast.Inspect(f, s.index)
 	}
-	for _, f := range s.pkg.Syntax {
+	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok {
 				s.call(call)
@@ -108,14 +111,76 @@ func scanCalls(t *testing.T, dir string, scheme *runtime.Scheme) map[grant][]str
 	return s.found
 }
 
+// loadTree type-checks the non-test files of the package in dir and of
+// every package under it. Its dependencies are type-checked from source
+// too, so that a function of one package called from another is one
+// object, and its callers' arguments are followed; their function bodies
+// are skipped, as only their signatures matter.
+func loadTree(dir string) ([]*packages.Package, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo |
+			packages.NeedImports | packages.NeedDeps,
+		Dir: dir,
+		ParseFile: func(fset *token.FileSet, name string, src []byte) (*ast.File, error) {
+			if strings.HasPrefix(name, abs+string(filepath.Separator)) {
+				return parser.ParseFile(fset, name, src, parser.ParseComments)
+			}
+			f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+			if f != nil {
+				for _, d := range f.Decls {
+					if fd, ok := d.(*ast.FuncDecl); ok {
+						fd.Body = nil
+					}
+				}
+			}
+			return f, err
+		},
+	}
+	pkgs, err := packages.Load(cfg, "./...")
+	if err != nil {
+		return nil, err
+	}
+	if len(pkgs) == 0 {
+		return nil, fmt.Errorf("no packages")
+	}
+	for _, p := range pkgs {
+		if len(p.Errors) > 0 {
+			return nil, fmt.Errorf("package %s: %v", p.PkgPath, p.Errors)
+		}
+	}
+	return pkgs, nil
+}
+
+// mergedInfo is one lookup over the type information of every package.
+func mergedInfo(pkgs []*packages.Package) *types.Info {
+	out := &types.Info{
+		Types:      map[ast.Expr]types.TypeAndValue{},
+		Defs:       map[*ast.Ident]types.Object{},
+		Uses:       map[*ast.Ident]types.Object{},
+		Selections: map[*ast.SelectorExpr]*types.Selection{},
+	}
+	for _, p := range pkgs {
+		maps.Copy(out.Types, p.TypesInfo.Types)
+		maps.Copy(out.Defs, p.TypesInfo.Defs)
+		maps.Copy(out.Uses, p.TypesInfo.Uses)
+		maps.Copy(out.Selections, p.TypesInfo.Selections)
+	}
+	return out
+}
+
 type param struct {
 	fn    *types.Func
 	index int
 }
 
 type scanner struct {
-	pkg    *packages.Package
-	info   *types.Info
+	fset   *token.FileSet
+	info   *types.Info                        // of every package scanned
+	ours   map[*types.Package]bool            // the packages scanned
 	kinds  map[string]schema.GroupVersionKind // by "import/path.TypeName"
 	params map[*types.Var]param               // a function's parameters, to follow to its callers
 	calls  map[*types.Func][]*ast.CallExpr    // the calls of each function of the package
@@ -125,7 +190,7 @@ type scanner struct {
 }
 
 func (s *scanner) pos(n ast.Node) string {
-	p := s.pkg.Fset.Position(n.Pos())
+	p := s.fset.Position(n.Pos())
 	return fmt.Sprintf("%s:%d", p.Filename[strings.LastIndex(p.Filename, "/")+1:], p.Line)
 }
 
@@ -151,7 +216,7 @@ func (s *scanner) index(n ast.Node) bool {
 			}
 		}
 	case *ast.CallExpr:
-		if fn := s.callee(n); fn != nil && fn.Pkg() == s.pkg.Types {
+		if fn := s.callee(n); fn != nil && s.ours[fn.Pkg()] {
 			s.calls[fn] = append(s.calls[fn], n)
 		}
 	case *ast.CompositeLit:
@@ -274,7 +339,7 @@ func (s *scanner) objectTypes(e ast.Expr, depth int) []types.Type {
 func (s *scanner) readsCache(e ast.Expr, depth int) []bool {
 	if t := s.info.TypeOf(e); t != nil && !types.IsInterface(t) {
 		// A reconciler passed as the reader reads through its embedded client.
-		_, index, _ := types.LookupFieldOrMethod(t, true, s.pkg.Types, "Get")
+		_, index, _ := types.LookupFieldOrMethod(t, true, nil, "Get")
 		if len(index) > 1 {
 			return s.embeddedOrigins(e, t, index)
 		}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 )
@@ -30,7 +30,7 @@ import (
 // needs: a call the code starts making must come with its marker, and a
 // verb the code stops using must leave the markers.
 func TestClusterRoleMatchesCode(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func roleGrants(t *testing.T, path string) map[grant]bool {
 
 // The scan's rules, on a package that calls each once.
 func TestScanRules(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestScanRules(t *testing.T) {
 // a live apiserver holding the generated ClusterRole: exactly what the code
 // needs, plus the self-review rules every authenticated user has.
 func TestOperatorCanIListMatchesCode(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

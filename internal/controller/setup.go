@@ -23,6 +23,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/autoscaler"
+	"github.com/gomomento/valkey-operator/internal/controller/backup"
+	"github.com/gomomento/valkey-operator/internal/controller/cluster"
+	"github.com/gomomento/valkey-operator/internal/controller/metering"
+	"github.com/gomomento/valkey-operator/internal/controller/node"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+	"github.com/gomomento/valkey-operator/internal/controller/protection"
+	"github.com/gomomento/valkey-operator/internal/controller/reload"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -35,7 +45,7 @@ const indexTLSSecret = "spec.tls.secretRef"
 type Runtime struct {
 	// NodePath maps a path inside a pod to the path its node process sees;
 	// nil is the identity, as in a real pod.
-	NodePath NodePathFunc
+	NodePath reload.NodePathFunc
 }
 
 // A node's kept connections: up to nodePoolIdle per cluster, node and
@@ -47,13 +57,13 @@ const (
 )
 
 // Setup registers every controller with the manager.
-func Setup(mgr ctrl.Manager, opts Options) error {
+func Setup(mgr ctrl.Manager, opts options.Options) error {
 	return SetupWithRuntime(mgr, opts, Runtime{})
 }
 
 // SetupWithRuntime is Setup for pods that do not run in a real pod sandbox,
 // such as the local runtime.
-func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
+func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -82,54 +92,54 @@ func SetupWithRuntime(mgr ctrl.Manager, opts Options, rt Runtime) error {
 		return err
 	}
 
-	nr := &nodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
+	nr := &node.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
 	if err := nr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up node controller: %w", err)
 	}
 	// Every runtime routes pod IPs, so the nodes are dialled directly (nil).
-	if err := SetupTLSReload(mgr, opts, nil, pool, rt.NodePath); err != nil {
+	if err := reload.SetupTLSReload(mgr, opts, nil, pool, rt.NodePath); err != nil {
 		return err
 	}
-	if err := SetupACLReload(mgr, opts, nil, pool); err != nil {
+	if err := reload.SetupACLReload(mgr, opts, nil, pool); err != nil {
 		return err
 	}
-	if err := setupAutoscaler(mgr, opts, nil, pool); err != nil {
+	if err := autoscaler.Setup(mgr, opts, nil, pool); err != nil {
 		return err
 	}
-	if err := setupBackup(mgr, opts, nil); err != nil {
+	if err := backup.Setup(mgr, opts, nil); err != nil {
 		return err
 	}
-	if err := setupRestore(mgr, opts, nil); err != nil {
+	if err := backup.SetupRestore(mgr, opts, nil); err != nil {
 		return err
 	}
-	if err := setupScheduledBackup(mgr); err != nil {
+	if err := backup.SetupScheduled(mgr); err != nil {
 		return err
 	}
-	if err := setupDeletionProtection(mgr, opts); err != nil {
+	if err := protection.Setup(mgr, opts); err != nil {
 		return err
 	}
-	return setupMetering(mgr, opts)
+	return metering.Setup(mgr, opts)
 }
 
 // setupClusterController registers the cluster controller with what wakes
 // it: its cluster, its nodes, pods, claims and policies, the Secrets it
 // reads, and the menu objects every cluster resolves.
-func setupClusterController(mgr ctrl.Manager, opts Options, pool *valkey.Pool) error {
+func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey.Pool) error {
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("building a clientset: %w", err)
 	}
-	secrets := newSecretWatches(clientset)
+	secrets := watch.NewSecretWatches(clientset)
 	if err := mgr.Add(secrets); err != nil {
 		return fmt.Errorf("adding the referenced Secrets' watches: %w", err)
 	}
-	cr := &ClusterReconciler{
+	cr := &cluster.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Options:   opts,
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
-		secrets:   secrets,
-		pool:      pool,
+		Secrets:   secrets,
+		Pool:      pool,
 	}
 	h := newClusterHandlers(mgr)
 	if err := ctrl.NewControllerManagedBy(mgr).
@@ -139,14 +149,14 @@ func setupClusterController(mgr ctrl.Manager, opts Options, pool *valkey.Pool) e
 		// reloaders' conditions are read at the next pass.
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(ignoreNewSamples())).
+		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(autoscaler.IgnoreNewSamples())).
 		// An edited or deleted policy is restored at once.
 		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&corev1.Pod{}, h.byInstanceLabel, builder.WithPredicates(managedPods(), podChangesThatMatter())).
+		Watches(&corev1.Pod{}, h.byInstanceLabel, builder.WithPredicates(watch.ManagedPods(), podChangesThatMatter())).
 		// A claim's capacity growing moves the VolumeSize condition on.
 		Watches(&corev1.PersistentVolumeClaim{}, h.byInstanceLabel).
 		// A user's TLS Secret is not in the cache; its own watch reports it.
-		WatchesRawSource(source.Channel(secrets.events, h.byTLSSecret)).
+		WatchesRawSource(source.Channel(secrets.Events, h.byTLSSecret)).
 		Watches(&corev1.Secret{}, h.byOwnSecret).
 		Watches(&valkeyv1.ValkeyConfig{}, h.allClusters).
 		Watches(&valkeyv1.ValkeyImage{}, h.allClusters).
@@ -202,12 +212,6 @@ func newClusterHandlers(mgr ctrl.Manager) clusterHandlers {
 	return h
 }
 
-func managedPods() predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[valkeyv1.LabelManagedBy] == valkeyv1.LabelManagedByValue
-	})
-}
-
 // podChangesThatMatter passes a pod update only when it changes what the
 // cluster controller decides from: the pod's state as the planner sees it
 // (phase, address, deletion, why it cannot be scheduled), its containers'
@@ -221,7 +225,7 @@ func podChangesThatMatter() predicate.Predicate {
 		if !okOld || !okNew {
 			return true
 		}
-		return podState(old) != podState(cur) ||
+		return nodeconn.PodState(old) != nodeconn.PodState(cur) ||
 			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
 			!maps.Equal(old.Labels, cur.Labels) ||
 			!equality.Semantic.DeepEqual(old.Status.ContainerStatuses, cur.Status.ContainerStatuses) ||

@@ -16,6 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/testenv"
 )
 
@@ -45,7 +47,7 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	k8sClient = env.Client
 
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -63,7 +65,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	opts := controller.DefaultOptions()
+	opts := options.DefaultOptions()
 	opts.PendingRequeue = 200 * time.Millisecond
 	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{Scheme: scheme, Cache: controller.CacheOptions(opts), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {

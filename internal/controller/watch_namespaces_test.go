@@ -22,6 +22,9 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
+	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
+	"github.com/gomomento/valkey-operator/internal/controller/metering"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	"github.com/gomomento/valkey-operator/internal/testenv"
 )
@@ -76,11 +79,11 @@ func TestWatchNamespacesConfinesTheOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	scheme, err := controller.NewScheme()
+	scheme, err := apischeme.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := controller.DefaultOptions()
+	opts := options.DefaultOptions()
 	opts.PendingRequeue = 200 * time.Millisecond
 	opts.ErrorBackoffMax = time.Second
 	opts.Namespace = operatorNS
@@ -155,7 +158,7 @@ func TestWatchNamespacesConfinesTheOperator(t *testing.T) {
 			return errors.New("no Secret of the operator's")
 		}
 		var rec valkeyv1.ValkeyMeteringRecord
-		return c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: controller.MeteringRecordName(&vc)}, &rec)
+		return c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: metering.RecordName(&vc)}, &rec)
 	})
 
 	// team-b's cluster: untouched.

@@ -20,10 +20,11 @@ const (
 	pkgBuilder = "github.com/valkey-io/valkey-go/internal/cmds"
 )
 
-// operatorPackages are the packages whose calls to a valkey.Node are the
-// operator's: its controllers and its command line. Tests connect as other users;
-// any other package that starts talking to Valkey fails the test until it
-// is listed here or in otherClients.
+// operatorPackages are the packages, with those under them, whose calls
+// to a valkey.Node are the operator's: its controllers and its command
+// line. Tests connect as other users; any other package that starts
+// talking to Valkey fails the test until it is listed here or in
+// otherClients.
 var operatorPackages = []string{
 	"github.com/gomomento/valkey-operator/internal/controller",
 	"github.com/gomomento/valkey-operator/internal/operatorcmd",
@@ -149,7 +150,9 @@ func operatorCommands(t *testing.T) map[string][]string {
 		if p == vk || slices.Contains(otherClients, p.PkgPath) {
 			continue
 		}
-		operator := slices.Contains(operatorPackages, p.PkgPath)
+		operator := slices.ContainsFunc(operatorPackages, func(op string) bool {
+			return p.PkgPath == op || strings.HasPrefix(p.PkgPath, op+"/")
+		})
 		for _, f := range p.Syntax {
 			ast.Inspect(f, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)

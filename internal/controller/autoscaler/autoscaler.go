@@ -1,0 +1,185 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/options"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
+	"github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// maxSamples is the API's bound on a node's sample history.
+const maxSamples = 200
+
+// defaultScaleInWindow is the history kept for a cluster without
+// autoscaling: the documented default window, so turning autoscaling on
+// does not start from nothing.
+const defaultScaleInWindow = 300 * time.Second
+
+// sampleTimeout bounds one node's INFO, so a silent node costs one
+// sampling pass a few seconds, not the whole interval.
+const sampleTimeout = 5 * time.Second
+
+// autoscaler samples every node of every cluster on a fixed interval (INFO
+// from the node itself, no metrics-server), publishes the samples in the
+// ValkeyNode's status and as metrics, and for a cluster with
+// spec.autoscaling decides status.autoscaling.desiredShards, which the
+// cluster controller takes as its shard target.
+type autoscaler struct {
+	client.Client
+	APIReader client.Reader
+	Options   options.Options
+	Recorder  events.EventRecorder
+	Dialer    nodeconn.DialFunc
+	// pool keeps the nodes' connections between samples; nil dials.
+	pool *valkey.Pool
+
+	mu sync.Mutex
+	// readings are each pod's last counters, by pod UID: a rate needs the
+	// previous reading of the same process. Losing them (a restart) costs
+	// one sample without CPU and bandwidth.
+	readings map[types.UID]autoscale.Reading
+	// sampled is when each cluster was last sampled, so events between
+	// ticks re-evaluate without sampling again.
+	sampled map[types.NamespacedName]time.Time
+	// nodes are the node names each cluster has metric series for.
+	nodes map[types.NamespacedName]map[string]bool
+}
+
+// Setup registers the sampling and autoscaling controller.
+func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool) error {
+	r := &autoscaler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Options:   opts,
+		Recorder:  mgr.GetEventRecorder("valkey-operator"),
+		Dialer:    dialer,
+		pool:      pool,
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("autoscaler").
+		// Spec edits (autoscaling added, removed or changed) are acted on at
+		// once; the rest waits for the tick.
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, watch.ClusterChangedFor(valkeyv1.CondProgressing, nil)))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r); err != nil {
+		return fmt.Errorf("setting up autoscaler: %w", err)
+	}
+	return nil
+}
+
+func (r *autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var vc valkeyv1.ValkeyCluster
+	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !vc.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	log := logf.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace)
+	ctx = logf.IntoContext(ctx, log)
+	interval := r.interval()
+
+	var list valkeyv1.ValkeyNodeList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	nodes := make([]*valkeyv1.ValkeyNode, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
+
+	next := interval
+	if due, wait := r.due(req.NamespacedName, interval); due {
+		if err := r.sample(ctx, &vc, nodes); err != nil {
+			// A cluster that cannot be sampled yet (no Secret, no pod) is
+			// retried on the tick; the decision runs on what status holds.
+			log.V(1).Info("sampling failed", "error", err.Error())
+		}
+	} else {
+		next = wait
+	}
+	if err := r.evaluate(ctx, req.NamespacedName, nodes); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+func (r *autoscaler) interval() time.Duration {
+	if r.Options.SampleInterval > 0 {
+		return r.Options.SampleInterval
+	}
+	return options.DefaultOptions().SampleInterval
+}
+
+// due says whether the cluster's tick has come, and otherwise how long is
+// left of it.
+func (r *autoscaler) due(key types.NamespacedName, interval time.Duration) (bool, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sampled == nil {
+		r.sampled = map[types.NamespacedName]time.Time{}
+	}
+	now := time.Now()
+	// A tenth of the interval of slack keeps a requeue that fires a little
+	// early from skipping a whole tick.
+	if last, ok := r.sampled[key]; ok && now.Sub(last) < interval-interval/10 {
+		return false, interval - now.Sub(last)
+	}
+	r.sampled[key] = now
+	return true, 0
+}
+
+func (r *autoscaler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.sampled, key)
+	names := r.nodes[key]
+	delete(r.nodes, key)
+	r.mu.Unlock()
+	for n := range names {
+		forgetNodeMetrics(key.Namespace, key.Name, n)
+	}
+	forgetAutoscalingMetrics(key.Namespace, key.Name)
+}
+
+// IgnoreNewSamples passes every ValkeyNode change but a new sample, so
+// sampling every node does not wake the cluster controller for each one;
+// the cluster controller's wiring filters its node watch with it.
+func IgnoreNewSamples() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
+			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
+			if !ok1 || !ok2 {
+				return true
+			}
+			o, n = o.DeepCopy(), n.DeepCopy()
+			o.Status.Utilisation, n.Status.Utilisation = nil, nil
+			o.ResourceVersion, n.ResourceVersion = "", ""
+			o.ManagedFields, n.ManagedFields = nil, nil
+			return !equality.Semantic.DeepEqual(o, n)
+		},
+	}
+}

@@ -1,0 +1,2 @@
+// Package finalizer adds and removes the operator's finalizers.
+package finalizer
