@@ -62,14 +62,13 @@ func TestClusterStatusPrecedence(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name      string
-		prev      valkeyv1.ValkeyClusterStatus
+		prev      *valkeyv1.ValkeyClusterStatus // nil: converged()
 		f         findings
 		wantState valkeyv1.ClusterState
 		wantMsg   string
 		want      map[string]wantCond
 	}{{
 		name: "TLS invalid during a repair: Invalid, while Progressing and Degraded say what heals",
-		prev: converged(),
 		f:    findings{tls: &tlsFinding{failure: badTLS}, report: planFinding(repair, topology.StateUpdating)},
 		// The state and Ready are the TLS failure's; the repair stays visible.
 		wantState: valkeyv1.StateInvalid, wantMsg: badTLS.Message,
@@ -81,7 +80,6 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name: "references unresolved while converged: neither Ready nor converged",
-		prev: converged(),
 		f: findings{refs: &unresolved,
 			report: withAction(done, topology.StateActive, func(r *reportFinding) { r.aclHeld = true })},
 		wantState: valkeyv1.StateActive,
@@ -92,7 +90,6 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name:      "paused with a wave to run: Progressing names what runs on resume",
-		prev:      converged(),
 		f:         findings{report: planFinding(create, topology.StateUpdating), wave: &waveFinding{paused: true, heldLead: &create}},
 		wantState: valkeyv1.StateUpdating,
 		want: map[string]wantCond{
@@ -102,7 +99,7 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name: "restore gate: formed but not yet restored is Creating, not Ready",
-		prev: restoring,
+		prev: &restoring,
 		f: findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.restorePending = true }),
 			wave: &waveFinding{}},
 		wantState: valkeyv1.StateCreating,
@@ -112,10 +109,8 @@ func TestClusterStatusPrecedence(t *testing.T) {
 			valkeyv1.CondPaused:      {metav1.ConditionFalse, valkeyv1.ReasonNotPaused, ""},
 		},
 	}, {
-		name: "live settings applying on a converged cluster: Ready, yet Progressing",
-		prev: converged(),
-		f: findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.liveApplying = []string{"c-a (maxmemory-policy)"} }),
-			wave: &waveFinding{}},
+		name:      "live settings applying on a converged cluster: Ready, yet Progressing",
+		f:         findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.liveApplying = []string{"c-a (maxmemory-policy)"} })},
 		wantState: valkeyv1.StateActive,
 		want: map[string]wantCond{
 			valkeyv1.CondReady:       {metav1.ConditionTrue, valkeyv1.ReasonFormed, "3 shards"},
@@ -124,7 +119,6 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name:      "action failed: Progressing says what failed",
-		prev:      converged(),
 		f:         findings{report: planFinding(create, topology.StateUpdating), wave: &waveFinding{actionFailed: "1 of 1 actions failed; CreateNode failed: quota"}},
 		wantState: valkeyv1.StateUpdating,
 		want: map[string]wantCond{
@@ -133,7 +127,6 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name:      "unreachable nodes on a converged cluster: still Active and Ready",
-		prev:      converged(),
 		f:         findings{report: planFinding(done, topology.StateActive), wave: &waveFinding{unreachable: "cannot reach 1 node(s) [c-b]: timeout"}},
 		wantState: valkeyv1.StateActive,
 		want: map[string]wantCond{
@@ -142,7 +135,6 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name:      "an early-ending reconcile changes only what it found",
-		prev:      converged(),
 		f:         findings{refs: &unresolved},
 		wantState: valkeyv1.StateActive,
 		want: map[string]wantCond{
@@ -153,7 +145,7 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name:      "a TLS Secret valid again ends Invalid before the plan runs",
-		prev:      invalid,
+		prev:      &invalid,
 		f:         findings{tls: &tlsFinding{report: tlsReport{valid: `TLS Secret "c-tls" is valid`, expiry: "certificate valid until then"}}},
 		wantState: valkeyv1.StateCreating,
 		want: map[string]wantCond{
@@ -162,7 +154,6 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name:      "credentials lost: not Ready and Degraded, state kept",
-		prev:      converged(),
 		f:         findings{credentialsLost: "the passwords Secret is gone"},
 		wantState: valkeyv1.StateActive,
 		want: map[string]wantCond{
@@ -171,8 +162,12 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.prev == nil {
+				c := converged()
+				tt.prev = &c
+			}
 			prev := tt.prev.DeepCopy()
-			got := clusterStatus(tt.prev, 2, tt.f)
+			got := clusterStatus(*tt.prev, 2, tt.f)
 			if got.State != tt.wantState || got.Message != tt.wantMsg {
 				t.Errorf("state %s %q, want %s %q", got.State, got.Message, tt.wantState, tt.wantMsg)
 			}
@@ -193,7 +188,7 @@ func TestClusterStatusPrecedence(t *testing.T) {
 					t.Errorf("%s changed from %+v to %+v", typ, was, is)
 				}
 			}
-			if !reflect.DeepEqual(*prev, tt.prev) {
+			if !reflect.DeepEqual(prev, tt.prev) {
 				t.Error("clusterStatus wrote to the previous status")
 			}
 		})
