@@ -98,15 +98,13 @@ func TestClusterStatusPrecedence(t *testing.T) {
 			valkeyv1.CondReady:       {metav1.ConditionFalse, actionReason(create), "creating node"},
 		},
 	}, {
-		name: "restore gate: formed but not yet restored is Creating, not Ready",
-		prev: &restoring,
-		f: findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.restorePending = true }),
-			wave: &waveFinding{}},
+		name:      "restore gate: formed but not yet restored is Creating, not Ready",
+		prev:      &restoring,
+		f:         findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.restorePending = true })},
 		wantState: valkeyv1.StateCreating,
 		want: map[string]wantCond{
 			valkeyv1.CondReady:       {metav1.ConditionFalse, valkeyv1.ReasonRestoring, "loading shard 1 of 3"},
 			valkeyv1.CondProgressing: {metav1.ConditionTrue, valkeyv1.ReasonRestoring, "loading shard 1 of 3"},
-			valkeyv1.CondPaused:      {metav1.ConditionFalse, valkeyv1.ReasonNotPaused, ""},
 		},
 	}, {
 		name:      "live settings applying on a converged cluster: Ready, yet Progressing",
