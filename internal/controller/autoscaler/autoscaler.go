@@ -20,6 +20,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/controller/looks"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/controller/watch"
@@ -51,6 +52,8 @@ type autoscaler struct {
 	Dialer    nodeconn.DialFunc
 	// pool keeps the nodes' connections between samples; nil dials.
 	pool *valkey.Pool
+	// Looks holds the nodes' recent INFO answers; nil keeps none.
+	Looks *looks.Store
 
 	mu sync.Mutex
 	// readings are each pod's last counters, by pod UID: a rate needs the
@@ -60,12 +63,16 @@ type autoscaler struct {
 	// sampled is when each cluster was last sampled, so events between
 	// ticks re-evaluate without sampling again.
 	sampled map[types.NamespacedName]time.Time
+	// histories are each node's samples by cluster and ValkeyNode UID,
+	// written to its status or not yet (see needsWrite). Losing them (a
+	// restart) loses the samples not yet written.
+	histories map[types.NamespacedName]map[types.UID][]autoscale.Sample
 	// nodes are the node names each cluster has metric series for.
 	nodes map[types.NamespacedName]map[string]bool
 }
 
 // Setup registers the sampling and autoscaling controller.
-func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool) error {
+func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool, store *looks.Store) error {
 	r := &autoscaler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -73,6 +80,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, poo
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
 		Dialer:    dialer,
 		pool:      pool,
+		Looks:     store,
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("autoscaler").
@@ -155,6 +163,7 @@ func (r *autoscaler) due(key types.NamespacedName, interval time.Duration) (bool
 func (r *autoscaler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.sampled, key)
+	delete(r.histories, key)
 	names := r.nodes[key]
 	delete(r.nodes, key)
 	r.mu.Unlock()

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
@@ -46,7 +48,8 @@ func TestObserveValkey9NodeWithEitherACL(t *testing.T) {
 					return d.DialContext(ctx, network, addr)
 				},
 			}
-			view, version, settings, err := observeNode(context.Background(), conn, "c-0", "127.0.0.1", []string{"maxmemory", "maxmemory-policy"})
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0", UID: "pod-c-0"}, Status: corev1.PodStatus{PodIP: "127.0.0.1"}}
+			view, version, settings, err := (&Reconciler{}).observeNode(context.Background(), conn, client.ObjectKeyFromObject(conn.Cluster), pod, []string{"maxmemory", "maxmemory-policy"})
 			if err != nil {
 				t.Fatalf("observing a Valkey 9 node with the ACL file for lowest version %s: %v", lowest, err)
 			}
