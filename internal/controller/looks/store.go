@@ -80,6 +80,9 @@ func (s *Store) record(cluster types.NamespacedName, pod *corev1.Pod, l valkey.L
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.clusters == nil {
+		s.clusters = map[types.NamespacedName]map[types.UID]entry{}
+	}
 	pods := s.clusters[cluster]
 	if pods == nil {
 		pods = map[types.UID]entry{}
