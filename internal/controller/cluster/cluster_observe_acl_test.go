@@ -28,26 +28,9 @@ import (
 // part of: one whose nodes all run 9, and one with a node still on 8 (an
 // upgrade under way), whose file cannot grant CLUSTER GETSLOTMIGRATIONS.
 func TestObserveValkey9NodeWithEitherACL(t *testing.T) {
-	argv := testbin.Valkey9Server()
-	if argv == nil {
-		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
-	}
-	const password = "operator-test-password"
 	for _, lowest := range []string{"8.0.3", "9.1.2"} {
 		t.Run("lowest "+lowest, func(t *testing.T) {
-			acl, err := render.ACLFile(nil, render.Passwords{Operator: password, Replication: "repl-test-password"}, lowest, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := startObservedNode(t, argv, acl)
-			conn := &nodeconn.Connector{
-				Cluster:  &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
-				Password: password,
-				Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, network, addr)
-				},
-			}
+			conn := observedConnector(t, lowest)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0", UID: "pod-c-0"}, Status: corev1.PodStatus{PodIP: "127.0.0.1"}}
 			view, version, settings, err := (&Reconciler{}).observeNode(context.Background(), conn, client.ObjectKeyFromObject(conn.Cluster), pod, []string{"maxmemory", "maxmemory-policy"})
 			if err != nil {
@@ -61,6 +44,30 @@ func TestObserveValkey9NodeWithEitherACL(t *testing.T) {
 				t.Fatalf("live settings read = %v, %v", settings.values, settings.err)
 			}
 		})
+	}
+}
+
+// observedConnector starts a Valkey 9 node with the ACL file of a cluster
+// whose lowest version is lowest and returns how the operator dials it.
+func observedConnector(t *testing.T, lowest string) *nodeconn.Connector {
+	t.Helper()
+	argv := testbin.Valkey9Server()
+	if argv == nil {
+		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
+	}
+	const password = "operator-test-password"
+	acl, err := render.ACLFile(nil, render.Passwords{Operator: password, Replication: "repl-test-password"}, lowest, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startObservedNode(t, argv, acl)
+	return &nodeconn.Connector{
+		Cluster:  &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
+		Password: password,
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
 	}
 }
 

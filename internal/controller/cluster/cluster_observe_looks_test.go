@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"net"
 	"regexp"
 	"strconv"
 	"testing"
@@ -12,11 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/looks"
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-	"github.com/gomomento/valkey-operator/internal/render"
-	"github.com/gomomento/valkey-operator/internal/testbin"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -24,24 +19,7 @@ import (
 // of the same node sends INFO once: the sample reads the observation's
 // look. Counted on a real server with INFO commandstats.
 func TestObserveThenSampleSendsOneInfo(t *testing.T) {
-	argv := testbin.Valkey9Server()
-	if argv == nil {
-		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
-	}
-	const password = "operator-test-password"
-	acl, err := render.ACLFile(nil, render.Passwords{Operator: password, Replication: "repl-test-password"}, "9.1.2", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := startObservedNode(t, argv, acl)
-	conn := &nodeconn.Connector{
-		Cluster:  &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
-		Password: password,
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
+	conn := observedConnector(t, "9.1.2")
 	ctx := context.Background()
 	key := client.ObjectKeyFromObject(conn.Cluster)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0", UID: "pod-c-0"}, Status: corev1.PodStatus{PodIP: "127.0.0.1"}}
