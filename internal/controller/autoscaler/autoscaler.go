@@ -120,7 +120,10 @@ func (r *autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	next := interval
-	if due, wait := r.due(req.NamespacedName, interval); due {
+	// Autoscaling just turned on decides from every sample: those kept
+	// unwritten are written first.
+	owed := vc.Spec.Autoscaling != nil && r.unwritten(req.NamespacedName, nodes)
+	if due, wait := r.due(req.NamespacedName, interval); due || owed {
 		if err := r.sample(ctx, &vc, nodes); err != nil {
 			// A cluster that cannot be sampled yet (no Secret, no pod) is
 			// retried on the tick; the decision runs on what status holds.
@@ -158,6 +161,19 @@ func (r *autoscaler) due(key types.NamespacedName, interval time.Duration) (bool
 	}
 	r.sampled[key] = now
 	return true, 0
+}
+
+// unwritten says whether some node's kept samples are newer than its
+// status holds.
+func (r *autoscaler) unwritten(key types.NamespacedName, nodes []*valkeyv1.ValkeyNode) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range nodes {
+		if h := r.histories[key][n.UID]; len(h) > 0 && h[len(h)-1].Time.After(newestWritten(n.Status.Utilisation)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *autoscaler) forget(key types.NamespacedName) {
