@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrlrt "sigs.k8s.io/controller-runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,7 +81,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.
 	}
 
 	before := vc.DeepCopy()
-	result, err := r.reconcile(ctx, &vc)
+	result, found, err := r.reconcile(ctx, &vc)
+	// The phases only recorded what they found: the status is built once,
+	// from the status as read and those findings.
+	prev := vc.Status
+	vc.Status = clusterStatus(prev, vc.Generation, found)
+	r.noteInvalid(ctx, &vc, prev)
 	// The reconcile's own writes to the cluster object are optimistically
 	// locked, so a newer resourceVersion here is ours alone.
 	before.ResourceVersion = vc.ResourceVersion
@@ -149,6 +155,9 @@ type clusterScope struct {
 	// primary they were downgraded under; "" when none does.
 	// versionReason is the VersionMatches reason that goes with it.
 	versionMismatch, versionReason string
+
+	// found is what the status reports, phase by phase.
+	found findings
 }
 
 // phaseResult is how a phase ends: done ends the reconcile with result, as
@@ -167,14 +176,18 @@ func requeueAfter(d time.Duration) phaseResult {
 }
 
 // reconcile runs the phases in order (docs/architecture.md lists them with
-// their files). Acting always ends it: it says when to look again.
-func (r *Reconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, error) {
+// their files). Acting always ends it: it says when to look again. It
+// writes nothing to the status but the start of a cluster never reconciled
+// (Creating, with bootstrap's snapshot of the shape), which the phases read
+// as the status they began from; it returns what the status should report.
+func (r *Reconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrlrt.Result, findings, error) {
 	if vc.Status.State == "" {
 		vc.Status.State = valkeyv1.StateCreating
 		vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: vc.Spec.Shards, ReplicasPerShard: vc.Spec.ReplicasPerShard}
 	}
 	s := &clusterScope{vc: vc, rc: render.Cluster{Cluster: vc, ClusterDomain: r.Options.ClusterDomain,
-		DefaultZoneSpread: r.Options.DefaultZoneSpread, ExporterImage: r.Options.ExporterImage}}
+		DefaultZoneSpread: r.Options.DefaultZoneSpread, ExporterImage: r.Options.ExporterImage},
+		found: findings{now: metav1.NewTime(time.Now())}}
 	for _, phase := range []func(context.Context, *clusterScope) (phaseResult, error){
 		r.ensureBaseObjects,
 		r.reconcileTLS,
@@ -185,8 +198,9 @@ func (r *Reconciler) reconcile(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 		r.report,
 	} {
 		if pr, err := phase(ctx, s); pr.done || err != nil {
-			return pr.result, err
+			return pr.result, s.found, err
 		}
 	}
-	return r.runWave(ctx, s)
+	result, err := r.runWave(ctx, s)
+	return result, s.found, err
 }

@@ -115,7 +115,7 @@ func (r *Reconciler) applyLiveSettings(ctx context.Context, s *clusterScope) err
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonSettingsRefused, "ApplyLiveSettings",
 			"%s; replaced with the new settings instead", clusterstatus.Truncate(strings.Join(refused, "; "), 2000))
 	}
-	r.reportLiveSettings(vc, plan, applied, revert)
+	s.found.drift = r.reportLiveSettings(vc, plan, applied, revert)
 	s.live = liveOutcome{applying: stillPending, acted: len(refused) > 0 || slices.ContainsFunc(plan.steps, func(st liveNodeStep) bool { return len(st.set) > 0 })}
 	return errors.Join(apiErrs...)
 }
@@ -296,11 +296,11 @@ func (r *Reconciler) recordLiveSettings(ctx context.Context, n *valkeyv1.ValkeyN
 	return nil
 }
 
-// reportLiveSettings writes the ConfigDrift condition, the drift metric and
-// the Events: nodes that took an edit without a restart, and drift first
-// seen (repeating it every pass while it is only reported would bury
-// every other Event).
-func (r *Reconciler) reportLiveSettings(vc *valkeyv1.ValkeyCluster, plan livePlan, applied []string, revert bool) {
+// reportLiveSettings decides the ConfigDrift condition, sets the drift
+// metric and sends the Events: nodes that took an edit without a restart,
+// and drift first seen (repeating it every pass while it is only reported
+// would bury every other Event).
+func (r *Reconciler) reportLiveSettings(vc *valkeyv1.ValkeyCluster, plan livePlan, applied []string, revert bool) *cond {
 	if len(applied) > 0 {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonSettingsAppliedLive, "ApplyLiveSettings",
 			"applied without a restart on %s: %s", strings.Join(applied, ", "), strings.Join(appliedSettings(plan, applied), ", "))
@@ -317,14 +317,12 @@ func (r *Reconciler) reportLiveSettings(vc *valkeyv1.ValkeyCluster, plan livePla
 		if !clusterstatus.IsConditionMessage(vc, valkeyv1.CondConfigDrift, msg) {
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonSettingsDrifted, "CheckSettings", "%s", msg)
 		}
-		clusterstatus.SetCondition(vc, valkeyv1.CondConfigDrift, metav1.ConditionTrue, valkeyv1.ReasonSettingsDrifted, msg)
+		return &cond{metav1.ConditionTrue, valkeyv1.ReasonSettingsDrifted, msg}
 	case len(plan.unread) > 0:
-		clusterstatus.SetCondition(vc, valkeyv1.CondConfigDrift, metav1.ConditionUnknown, valkeyv1.ReasonSettingsUnread,
-			clusterstatus.Truncate("could not read the live settings of "+strings.Join(plan.unread, ", "), 2000))
-	default:
-		clusterstatus.SetCondition(vc, valkeyv1.CondConfigDrift, metav1.ConditionFalse, valkeyv1.ReasonSettingsInSync,
-			"every running node runs the rendered live settings")
+		return &cond{metav1.ConditionUnknown, valkeyv1.ReasonSettingsUnread,
+			clusterstatus.Truncate("could not read the live settings of "+strings.Join(plan.unread, ", "), 2000)}
 	}
+	return &cond{metav1.ConditionFalse, valkeyv1.ReasonSettingsInSync, "every running node runs the rendered live settings"}
 }
 
 // appliedSettings are the settings the applied nodes took, without repeats.

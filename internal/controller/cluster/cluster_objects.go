@@ -33,8 +33,7 @@ func (r *Reconciler) ensureBaseObjects(ctx context.Context, s *clusterScope) (ph
 		if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondReady); c == nil || c.Reason != valkeyv1.ReasonCredentialsLost {
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonCredentialsLost, "EnsureCredentials", "%s", lost.message)
 		}
-		clusterstatus.SetCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonCredentialsLost, lost.message)
-		clusterstatus.SetCondition(vc, valkeyv1.CondDegraded, metav1.ConditionTrue, valkeyv1.ReasonCredentialsLost, lost.message)
+		s.found.credentialsLost = lost.message
 	}
 	if err != nil {
 		return phaseResult{}, err

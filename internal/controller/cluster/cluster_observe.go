@@ -105,7 +105,7 @@ func (r *Reconciler) desiredSpecs(ctx context.Context, s *clusterScope, o *obser
 		if !clusterstatus.IsConditionMessage(s.vc, valkeyv1.CondReferencesResolved, msg) {
 			r.Recorder.Eventf(s.vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonConfigRejected, "Render", "%s", msg)
 		}
-		clusterstatus.SetCondition(s.vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, valkeyv1.ReasonConfigRejected, msg)
+		s.found.refs = &cond{metav1.ConditionFalse, valkeyv1.ReasonConfigRejected, msg}
 		s.aclHeld = true
 	}
 	desired, ok := lastGoodSpecs(o.nodes)

@@ -23,10 +23,10 @@ func (r *Reconciler) resolveConfig(ctx context.Context, s *clusterScope) (phaseR
 	vc := s.vc
 	res, users, err := r.resolve(ctx, vc)
 	if err == nil {
-		clusterstatus.SetCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionTrue, valkeyv1.ReasonResolved,
-			fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image))
-		r.applyDefaultUserCondition(vc, users)
-		applyMemoryHeadroomCondition(vc, res)
+		s.found.refs = &cond{metav1.ConditionTrue, valkeyv1.ReasonResolved,
+			fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image)}
+		s.found.defaultUserOpen = defaultUserCondition(users)
+		s.found.headroom = memoryHeadroomCondition(res)
 		s.res, s.users = res, users
 		return nextPhase, nil
 	}
@@ -38,7 +38,7 @@ func (r *Reconciler) resolveConfig(ctx context.Context, s *clusterScope) (phaseR
 	if !clusterstatus.IsConditionMessage(vc, valkeyv1.CondReferencesResolved, rerr.Message) {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, rerr.Reason, "Resolve", "%s", rerr.Message)
 	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondReferencesResolved, metav1.ConditionFalse, rerr.Reason, rerr.Message)
+	s.found.refs = &cond{metav1.ConditionFalse, rerr.Reason, rerr.Message}
 	if !formed(vc) {
 		// Nothing runs yet that a rendering could be kept from.
 		return requeueAfter(r.Options.SteadyResync), nil
@@ -66,11 +66,11 @@ func (r *Reconciler) resolve(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*
 	return res, users, nil
 }
 
-func (r *Reconciler) applyDefaultUserCondition(vc *valkeyv1.ValkeyCluster, users []resolve.User) {
+// defaultUserCondition is DefaultUserOpen for the resolved bindings.
+func defaultUserCondition(users []resolve.User) *cond {
 	if len(users) == 0 {
-		clusterstatus.SetCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionTrue, valkeyv1.ReasonNoBindings,
-			"no ACL bindings: the default user is open to every client without a password; add a binding to close it")
-		return
+		return &cond{metav1.ConditionTrue, valkeyv1.ReasonNoBindings,
+			"no ACL bindings: the default user is open to every client without a password; add a binding to close it"}
 	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondDefaultUserOpen, metav1.ConditionFalse, valkeyv1.ReasonBindingsPresent, "ACL bindings exist; the default user is disabled unless bound")
+	return &cond{metav1.ConditionFalse, valkeyv1.ReasonBindingsPresent, "ACL bindings exist; the default user is disabled unless bound"}
 }

@@ -13,7 +13,7 @@ import (
 // A cluster spec.restore has not filled is never Active or Ready; once
 // formed it says Restoring (what starts the restore) or why the restore
 // failed; a completed restore, or none, leaves the planner's verdict.
-func TestApplyRestoreGate(t *testing.T) {
+func TestRestoreGate(t *testing.T) {
 	done := topology.Action{Kind: topology.KindDone, Tier: topology.TierSteady}
 	busy := topology.Action{Kind: topology.KindCreateNode, Tier: topology.TierBootstrap, Reason: "creating node"}
 	cases := []struct {
@@ -44,7 +44,11 @@ func TestApplyRestoreGate(t *testing.T) {
 			vc.Spec.Restore, vc.Status.Restore = tc.restore, tc.status
 			vc.Status.State = valkeyv1.StateActive
 			clusterstatus.SetCondition(vc, valkeyv1.CondReady, "True", valkeyv1.ReasonFormed, "")
-			applyRestoreGate(vc, tc.lead)
+			b := statusBuilder{st: vc.Status}
+			if restorePending(vc) {
+				b.restoreGate(tc.lead)
+			}
+			vc.Status = b.st
 			if vc.Status.State != tc.wantState {
 				t.Errorf("state %s, want %s", vc.Status.State, tc.wantState)
 			}

@@ -36,26 +36,6 @@ func desiredShape(vc *valkeyv1.ValkeyCluster) (shards, replicas int) {
 	return int(autoscale.ShardTarget(vc)), int(vc.Spec.ReplicasPerShard)
 }
 
-// applySummary writes the observed shape into status.
-func applySummary(vc *valkeyv1.ValkeyCluster, s topology.Summary, nodeNames []string) {
-	vc.Status.Shards = int32(s.Shards)
-	vc.Status.ReadyNodes = int32(s.ReadyNodes)
-	vc.Status.SlotsAssigned = int32(s.SlotsAssigned)
-	vc.Status.Nodes = nodeNames
-	vc.Status.Selector = labels.SelectorFromSet(render.ClusterSelector(vc.Name)).String()
-	vc.Status.ShardStatuses = vc.Status.ShardStatuses[:0]
-	for _, sh := range s.Shard {
-		vc.Status.ShardStatuses = append(vc.Status.ShardStatuses, valkeyv1.ShardStatus{
-			Index:     int32(sh.Index),
-			Primary:   sh.Primary,
-			Replicas:  sh.Replicas,
-			Slots:     topology.FormatRanges(sh.Slots),
-			SlotCount: int32(sh.SlotCount),
-		})
-	}
-	vc.Status.Resharding = resharding(vc.Status.Resharding, s)
-}
-
 // resharding is the progress of slot moves from the summary, keeping the
 // total the change began with so moved/total reads as progress.
 func resharding(prev *valkeyv1.ReshardingStatus, s topology.Summary) *valkeyv1.ReshardingStatus {
@@ -90,30 +70,6 @@ func decideState(creating bool, lead topology.Action, o *observed) topology.Stat
 	return state
 }
 
-// applyPlan sets state and the Ready/Progressing/Degraded conditions from
-// the planner's answer.
-func applyPlan(vc *valkeyv1.ValkeyCluster, a topology.Action, state topology.State) {
-	// Read before a formed cluster drops its bootstrap snapshot.
-	shards, _ := desiredShape(vc)
-	vc.Status.State = valkeyv1.ClusterState(state)
-	vc.Status.Message = ""
-	if state == topology.StateActive && vc.Status.TargetSpec != nil && a.Done() {
-		vc.Status.TargetSpec = nil
-	}
-	ready := a.Done()
-	clusterstatus.SetCondition(vc, valkeyv1.CondReady, clusterstatus.BoolStatus(ready), readyReason(ready, state, a), readyMessage(vc, a))
-	progressing := !a.Done()
-	msg := "cluster matches its spec"
-	reason := valkeyv1.ReasonConverged
-	if progressing {
-		reason = actionReason(a)
-		msg = describe(a)
-	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondProgressing, clusterstatus.BoolStatus(progressing), reason, msg)
-	dstatus, dreason, dmsg := degraded(state, a, int(vc.Status.Shards), shards)
-	clusterstatus.SetCondition(vc, valkeyv1.CondDegraded, dstatus, dreason, dmsg)
-}
-
 // degraded is the Degraded condition for the planner's answer, given how
 // many of the wanted shards have a slot-holding primary. Only a repair
 // makes it True. While bootstrap runs nothing has failed, but shards are
@@ -143,13 +99,6 @@ func readyReason(ready bool, state topology.State, a topology.Action) string {
 	return actionReason(a)
 }
 
-func readyMessage(vc *valkeyv1.ValkeyCluster, a topology.Action) string {
-	if a.Done() {
-		return fmt.Sprintf("%d shards serving all %d slots", vc.Status.Shards, topology.TotalSlots)
-	}
-	return describe(a)
-}
-
 // describe is an action as one human sentence for conditions and Events.
 func describe(a topology.Action) string {
 	parts := []string{}
@@ -165,67 +114,49 @@ func describe(a topology.Action) string {
 	return strings.Join(parts, ": ")
 }
 
-// report writes what the plan and the pods mean into the status and
-// Events.
+// report records what the plan and the pods mean for the status, and
+// sends the Events that go with them.
 func (r *Reconciler) report(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
-	r.reportContainerFailures(vc, s.failures, s.held)
-	r.reportVersions(vc, s.res, s.versionReason, s.versionMismatch)
+	containers := containersCondition(s.failures, s.held)
+	r.announceContainerFailures(vc, s.failures, containers)
+	versions := versionsCondition(s.res, s.versionReason, s.versionMismatch)
+	r.announceVersions(vc, versions)
 	lead := s.wave.Lead()
-	applySummary(vc, topology.Summarize(s.in), s.o.names())
 	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&
 		(p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory) {
 		// Once per hold: the figures in the message move with every write.
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
 	}
-	applyPlan(vc, lead, decideState(s.creating, lead, s.o))
-	if lead.Done() && len(s.live.applying) > 0 {
-		clusterstatus.SetCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonApplyingSettings,
-			clusterstatus.Truncate("applying live settings without a restart; not yet taken by "+strings.Join(s.live.applying, "; "), 2000))
-	}
-	applyRestoreGate(vc, lead)
-	if s.aclHeld && lead.Done() {
-		markSpecHeld(vc)
-	}
-	if f := s.tls.Failure; f != nil {
-		// The plan's conditions say what heals; the state stays Invalid.
-		// reconcileTLS announced the failure against the status as read:
-		// announcing it again here, after applyPlan, would repeat the
-		// Warning on every reconcile for as long as it lasts.
-		markInvalid(vc, f.Reason, f.Message)
+	s.found.report = &reportFinding{
+		summary:        topology.Summarize(s.in),
+		nodeNames:      s.o.names(),
+		selector:       labels.SelectorFromSet(render.ClusterSelector(vc.Name)).String(),
+		shards:         s.in.Shards,
+		lead:           lead,
+		state:          decideState(s.creating, lead, s.o),
+		containers:     containers,
+		versions:       versions,
+		liveApplying:   s.live.applying,
+		restorePending: restorePending(vc),
+		aclHeld:        s.aclHeld,
 	}
 	return nextPhase, nil
 }
 
-// markSpecHeld keeps a cluster whose references do not resolve from
-// reading as converged: the nodes run the last rendering that resolved,
-// not what the spec now asks for.
-func markSpecHeld(vc *valkeyv1.ValkeyCluster) {
-	why := "the spec's references do not resolve"
-	if c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondReferencesResolved); c != nil {
-		why = c.Message
+// noteInvalid announces a TLS validation failure when the cluster becomes
+// Invalid, or stays Invalid for another reason, with a Warning Event.
+func (r *Reconciler) noteInvalid(ctx context.Context, vc *valkeyv1.ValkeyCluster, prev valkeyv1.ValkeyClusterStatus) {
+	next := vc.Status
+	if next.State != valkeyv1.StateInvalid || (prev.State == valkeyv1.StateInvalid && prev.Message == next.Message) {
+		return
 	}
-	msg := "the spec is not fully applied: " + why + "; the nodes keep the last configuration that resolved"
-	clusterstatus.SetCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonReferencesUnresolved, msg)
-	clusterstatus.SetCondition(vc, valkeyv1.CondProgressing, metav1.ConditionFalse, valkeyv1.ReasonReferencesUnresolved, msg)
-}
-
-// setInvalid records a TLS validation failure: the state, the exact message
-// and an Event when the cluster was not already Invalid for that reason.
-func (r *Reconciler) setInvalid(ctx context.Context, vc *valkeyv1.ValkeyCluster, reason, message string) {
-	if vc.Status.State != valkeyv1.StateInvalid || vc.Status.Message != message {
-		clusterstatus.LogFrom(ctx).Info("TLS Secret validation failed, setting cluster Invalid", "reason", reason, "message", message)
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, "ValidateTLS", "%s", message)
+	reason := valkeyv1.ReasonInvalid
+	if c := meta.FindStatusCondition(next.Conditions, valkeyv1.CondTLSValid); c != nil {
+		reason = c.Reason
 	}
-	markInvalid(vc, reason, message)
-}
-
-// markInvalid writes a TLS failure into the state and conditions.
-func markInvalid(vc *valkeyv1.ValkeyCluster, reason, message string) {
-	vc.Status.State = valkeyv1.StateInvalid
-	vc.Status.Message = message
-	clusterstatus.SetCondition(vc, valkeyv1.CondTLSValid, metav1.ConditionFalse, reason, message)
-	clusterstatus.SetCondition(vc, valkeyv1.CondReady, metav1.ConditionFalse, valkeyv1.ReasonInvalid, message)
+	clusterstatus.LogFrom(ctx).Info("TLS Secret validation failed, setting cluster Invalid", "reason", reason, "message", next.Message)
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, "ValidateTLS", "%s", next.Message)
 }
 
 // noteStateChange records a state transition, once it is written, as an
@@ -247,13 +178,12 @@ func (r *Reconciler) noteStateChange(ctx context.Context, from valkeyv1.ClusterS
 	r.Recorder.Eventf(vc, nil, eventType, valkeyv1.ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, clusterstatus.Truncate(why, 900))
 }
 
-// noteUnreachable keeps nodes the operator could not ask visible in status.
-func (r *Reconciler) noteUnreachable(vc *valkeyv1.ValkeyCluster, o *observed) {
+// unreachableMessage names the nodes the operator could not ask, "" when
+// it reached every one.
+func unreachableMessage(o *observed) string {
 	if len(o.unreachable) == 0 {
-		return
+		return ""
 	}
 	names := slices.Sorted(maps.Keys(o.unreachable))
-	first := o.unreachable[names[0]]
-	clusterstatus.SetCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonUnreachable,
-		fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, first))
+	return fmt.Sprintf("cannot reach %d node(s) %v: %v", len(names), names, o.unreachable[names[0]])
 }

@@ -124,7 +124,9 @@ func TestApplyPlanDegraded(t *testing.T) {
 				vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: 3, ReplicasPerShard: 1}
 			}
 			vc.Status.Shards = tt.primaries
-			applyPlan(vc, tt.lead, topology.DecideState(tt.creating, tt.lead))
+			b := statusBuilder{st: vc.Status}
+			b.planned(tt.lead, topology.DecideState(tt.creating, tt.lead), 3)
+			vc.Status = b.st
 			c := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondDegraded)
 			if c == nil {
 				t.Fatal("no Degraded condition")

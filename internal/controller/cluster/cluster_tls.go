@@ -50,7 +50,8 @@ func (r *Reconciler) reconcileTLS(ctx context.Context, s *clusterScope) (phaseRe
 		}
 	}
 	if f := s.tls.Failure; f != nil {
-		r.setInvalid(ctx, vc, f.Reason, f.Message)
+		// Announced once the status is built (noteInvalid).
+		s.found.tls = &tlsFinding{failure: f}
 		if s.nodeCA, err = r.mountedCA(ctx, s.rc); err != nil || s.nodeCA == nil || !formed(vc) {
 			// Nothing runs yet that could need healing, or no copy of the
 			// material the nodes run with to reach them.
@@ -59,13 +60,10 @@ func (r *Reconciler) reconcileTLS(ctx context.Context, s *clusterScope) (phaseRe
 		return nextPhase, nil
 	}
 	if vc.Status.State == valkeyv1.StateInvalid {
-		// Back to where it was: bootstrap resumes, or a formed cluster
-		// passes a no-op check on its way to Active.
-		vc.Status.State = valkeyv1.StateCreating
-		vc.Status.Message = ""
+		// Back to where it was (clusterStatus resumes it).
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonValid, "ValidateTLS", "TLS Secret %q is valid again", vc.Spec.TLS.SecretRef)
 	}
-	r.applyTLSConditions(ctx, vc, s.tls)
+	s.found.tls = &tlsFinding{report: r.announceTLS(vc, s.tls), info: s.tls.Info}
 	if err := r.ensureNodeTLSSecret(ctx, s.rc, s.tls.Secret); err != nil {
 		return phaseResult{}, err
 	}
@@ -128,26 +126,14 @@ func (r *Reconciler) verifiedLeaves(ctx context.Context, rc render.Cluster) ([]s
 	return nodeconn.ParsePins(s.Annotations[valkeyv1.AnnotationVerifiedLeaves]), nil
 }
 
-// applyTLSConditions reports validity, usage warnings and expiry.
-func (r *Reconciler) applyTLSConditions(ctx context.Context, vc *valkeyv1.ValkeyCluster, tls tlsCheck) {
+// announceTLS decides what a valid Secret's warnings make of the TLS
+// conditions, and sends an Event for each warning they did not carry yet.
+func (r *Reconciler) announceTLS(vc *valkeyv1.ValkeyCluster, tls tlsCheck) tlsReport {
 	rep := reportTLS(vc, tls.Info, time.Now())
 	for _, w := range rep.announce {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
 	}
-	if tls.Info != nil {
-		notAfter := metav1.NewTime(tls.Info.Leaf.NotAfter)
-		if vc.Status.TLS == nil {
-			vc.Status.TLS = &valkeyv1.TLSStatus{}
-		}
-		vc.Status.TLS.Fingerprint = tls.Info.Leaf.Fingerprint
-		vc.Status.TLS.NotAfter = &notAfter
-	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondTLSValid, metav1.ConditionTrue, valkeyv1.ReasonValid, rep.valid)
-	reason := valkeyv1.ReasonNotExpiring
-	if rep.expiring {
-		reason = tlssecret.ReasonCertificateExpiringSoon
-	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondCertificateExpiringSoon, clusterstatus.BoolStatus(rep.expiring), reason, rep.expiry)
+	return rep
 }
 
 // tlsReport is what a valid Secret's warnings make of the TLS conditions.

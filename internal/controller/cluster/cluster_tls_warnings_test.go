@@ -44,7 +44,8 @@ func TestTLSWarningEventsOnce(t *testing.T) {
 			tls := tlsCheck{Info: &tlssecret.Info{SecretName: "c-tls", Leaf: tlssecret.CertInfo{
 				NotBefore: tt.notBefore, NotAfter: tt.notAfter, ExtKeyUsages: tt.usages, Fingerprint: "f"}}}
 			for range 3 {
-				r.applyTLSConditions(t.Context(), vc, tls)
+				rep := r.announceTLS(vc, tls)
+				vc.Status = clusterStatus(vc.Status, vc.Generation, findings{tls: &tlsFinding{report: rep, info: tls.Info}})
 			}
 			close(rec.Events)
 			got := map[string]int{}

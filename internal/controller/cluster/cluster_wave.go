@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlrt "sigs.k8s.io/controller-runtime"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -42,7 +41,7 @@ const afterStep = 250 * time.Millisecond
 func (r *Reconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Result, error) {
 	vc, wave := s.vc, s.wave
 	log := clusterstatus.LogFrom(ctx)
-	if r.applyPause(ctx, vc, wave) {
+	if r.applyPause(ctx, s) {
 		return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
 	}
 	if !wave.Acts() {
@@ -50,7 +49,7 @@ func (r *Reconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Resul
 			log.Info(topology.ReasonFormed)
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
 		}
-		r.noteUnreachable(vc, s.o)
+		s.found.wave.unreachable = unreachableMessage(s.o)
 		// A cluster waiting for its restore looks again soon: the restore
 		// controller's status writes do not wake this one.
 		if wave.Done() && !s.rotating && !restorePending(vc) && !s.live.busy() {
@@ -102,7 +101,7 @@ func (r *Reconciler) actWave(ctx context.Context, s *clusterScope, wave topology
 		if err == nil {
 			if loss, ok := lostShard(o, a); ok {
 				msg := loss.message(time.Now())
-				clusterstatus.SetCondition(vc, valkeyv1.CondDataLost, metav1.ConditionTrue, valkeyv1.ReasonPrimaryLostNoReplica, msg)
+				s.found.wave.dataLost = msg
 				if err := r.recordDataLoss(ctx, vc, msg); err != nil {
 					failed = append(failed, err)
 				}
@@ -129,7 +128,7 @@ func (r *Reconciler) actWave(ctx context.Context, s *clusterScope, wave topology
 		return errors.Join(failed...)
 	}
 	msg := fmt.Sprintf("%d of %d actions failed; %s failed: %v", len(failed), len(wave.Actions), firstKind, failed[0])
-	clusterstatus.SetCondition(vc, valkeyv1.CondProgressing, metav1.ConditionTrue, valkeyv1.ReasonActionFailed, clusterstatus.Truncate(msg, 2000))
+	s.found.wave.actionFailed = clusterstatus.Truncate(msg, 2000)
 	return errors.Join(failed...)
 }
 

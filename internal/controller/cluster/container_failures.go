@@ -89,18 +89,15 @@ func withDetail(head, detail string) string {
 	return head + ": " + detail
 }
 
-// reportContainerFailures sets ContainersHealthy and sends a Warning Event
-// with the first failure's reason whenever the message changes. held, when
-// not empty, says that replacements are backing off; it keeps the
-// condition False after the failed pods themselves are gone.
-func (r *Reconciler) reportContainerFailures(vc *valkeyv1.ValkeyCluster, failures []containerFailure, held string) {
+// containersCondition is ContainersHealthy. held, when not empty, says
+// that replacements are backing off; it keeps the condition False after
+// the failed pods themselves are gone.
+func containersCondition(failures []containerFailure, held string) cond {
 	if len(failures) == 0 {
 		if held != "" {
-			clusterstatus.SetCondition(vc, valkeyv1.CondContainersHealthy, metav1.ConditionFalse, valkeyv1.ReasonReplacementBackoff, held)
-			return
+			return cond{metav1.ConditionFalse, valkeyv1.ReasonReplacementBackoff, held}
 		}
-		clusterstatus.SetCondition(vc, valkeyv1.CondContainersHealthy, metav1.ConditionTrue, valkeyv1.ReasonContainersRunning, "every node's container is running or starting")
-		return
+		return cond{metav1.ConditionTrue, valkeyv1.ReasonContainersRunning, "every node's container is running or starting"}
 	}
 	first := failures[0]
 	msg := first.message
@@ -110,9 +107,13 @@ func (r *Reconciler) reportContainerFailures(vc *valkeyv1.ValkeyCluster, failure
 	if held != "" {
 		msg += "; " + held
 	}
-	msg = clusterstatus.Truncate(msg, 2000)
-	if !clusterstatus.IsConditionMessage(vc, valkeyv1.CondContainersHealthy, msg) {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, first.reason, "ObservePod", "%s", clusterstatus.Truncate(first.message, 1000))
+	return cond{metav1.ConditionFalse, first.reason, clusterstatus.Truncate(msg, 2000)}
+}
+
+// announceContainerFailures sends a Warning Event with the first
+// failure's reason whenever ContainersHealthy's message changes.
+func (r *Reconciler) announceContainerFailures(vc *valkeyv1.ValkeyCluster, failures []containerFailure, c cond) {
+	if len(failures) > 0 && !clusterstatus.IsConditionMessage(vc, valkeyv1.CondContainersHealthy, c.message) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, failures[0].reason, "ObservePod", "%s", clusterstatus.Truncate(failures[0].message, 1000))
 	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondContainersHealthy, metav1.ConditionFalse, first.reason, msg)
 }

@@ -44,11 +44,13 @@ func (r *Reconciler) rolloutGate(ctx context.Context, s *clusterScope) (string, 
 	}
 	self := client.ObjectKeyFromObject(s.vc).String()
 	owes := s.o.anyOutdated()
+	rolledOut := s.vc.Status.RolledOut
 	if s.o.settled() {
 		// Also while Creating: new nodes get the current spec. Not while
 		// a live edit is still being applied: a node that refuses it owes
 		// a roll of this generation, which must wait for its slot.
-		s.vc.Status.RolledOut = rolledOutOf(objs)
+		rolledOut = rolledOutOf(objs)
+		s.found.rolledOut = &rolledOut
 	}
 	if !owes && !slices.ContainsFunc(objs, func(o rolloutObject) bool { return o.holds(self) || o.releaseAsked() || o.staleHold() }) {
 		return "", nil
@@ -67,7 +69,7 @@ func (r *Reconciler) rolloutGate(ctx context.Context, s *clusterScope) (string, 
 		// yet gates the roll: an edit of the config alone waits for the
 		// config's slots, not the image's, and a roll the cluster's own
 		// spec started waits for none.
-		needs := owes && !slices.Contains(s.vc.Status.RolledOut, o.rolledOut())
+		needs := owes && !slices.Contains(rolledOut, o.rolledOut())
 		for i := range users {
 			if users[i].Key == self {
 				users[i].Owes = needs

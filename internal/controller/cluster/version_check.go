@@ -57,20 +57,23 @@ func versionMismatch(nodes map[string]*valkeyv1.ValkeyNode, versions map[string]
 		res.ImageName, res.Image, res.Version, strings.Join(off, ", "))
 }
 
-// reportVersions sets VersionMatches, with a Warning Event whenever the
-// mismatch message changes. Without a resolved image there is nothing to
-// compare against, and the condition keeps what it said.
-func (r *Reconciler) reportVersions(vc *valkeyv1.ValkeyCluster, res *resolve.Result, reason, mismatch string) {
-	if res == nil {
-		return
+// versionsCondition is VersionMatches. Without a resolved image there is
+// nothing to compare against: nil, and the condition keeps what it said.
+func versionsCondition(res *resolve.Result, reason, mismatch string) *cond {
+	switch {
+	case res == nil:
+		return nil
+	case mismatch == "":
+		return &cond{metav1.ConditionTrue, valkeyv1.ReasonVersionsMatch,
+			"every node that answers runs the Valkey version its image declares"}
 	}
-	if mismatch == "" {
-		clusterstatus.SetCondition(vc, valkeyv1.CondVersionMatches, metav1.ConditionTrue, valkeyv1.ReasonVersionsMatch,
-			"every node that answers runs the Valkey version its image declares")
-		return
+	return &cond{metav1.ConditionFalse, reason, mismatch}
+}
+
+// announceVersions sends a Warning Event whenever the mismatch message
+// changes.
+func (r *Reconciler) announceVersions(vc *valkeyv1.ValkeyCluster, c *cond) {
+	if c != nil && c.status == metav1.ConditionFalse && !clusterstatus.IsConditionMessage(vc, valkeyv1.CondVersionMatches, c.message) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, c.reason, "CheckVersion", "%s", c.message)
 	}
-	if !clusterstatus.IsConditionMessage(vc, valkeyv1.CondVersionMatches, mismatch) {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, "CheckVersion", "%s", mismatch)
-	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondVersionMatches, metav1.ConditionFalse, reason, mismatch)
 }

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,7 +28,7 @@ func (r *Reconciler) sizeVolumes(ctx context.Context, s *clusterScope) error {
 	}
 	desired := spec.Persistence
 	if desired == nil {
-		meta.RemoveStatusCondition(&vc.Status.Conditions, valkeyv1.CondVolumeSize)
+		s.found.noPersistence = true
 		return nil
 	}
 	vols, err := r.nodeVolumes(ctx, vc, s.o)
@@ -62,7 +61,7 @@ func (r *Reconciler) sizeVolumes(ctx context.Context, s *clusterScope) error {
 	if refused && !clusterstatus.IsConditionMessage(vc, valkeyv1.CondVolumeSize, sizing.Message) {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, sizing.Reason, "SizeVolumes", "%s", sizing.Message)
 	}
-	clusterstatus.SetCondition(vc, valkeyv1.CondVolumeSize, sizing.Status, sizing.Reason, sizing.Message)
+	s.found.volumeSize = &cond{sizing.Status, sizing.Reason, sizing.Message}
 	if !sizing.NewNodeSize.Equal(desired.Size) {
 		s.desired = withVolumeSize(s.desired, sizing.NewNodeSize)
 	}

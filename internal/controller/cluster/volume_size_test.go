@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -83,8 +82,8 @@ func TestVolumeSizeActs(t *testing.T) {
 					t.Errorf("node %s records %s, want %s", name, got.String(), tt.wantSize)
 				}
 			}
-			if cond := meta.FindStatusCondition(s.vc.Status.Conditions, valkeyv1.CondVolumeSize); cond == nil || cond.Reason != tt.wantReason {
-				t.Errorf("VolumeSize %+v, want reason %s", cond, tt.wantReason)
+			if c := s.found.volumeSize; c == nil || c.reason != tt.wantReason {
+				t.Errorf("VolumeSize %+v, want reason %s", c, tt.wantReason)
 			}
 			spec, _ := s.desired(0)
 			if got := spec.Persistence.Size; !got.Equal(resource.MustParse(tt.wantSize)) {
