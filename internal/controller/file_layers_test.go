@@ -12,22 +12,6 @@ import (
 	"golang.org/x/tools/go/packages"
 )
 
-// cycleAllowed names, per package, the files of a file cycle that predates
-// this check and has not been untangled yet. A cycle passes only when all
-// of its files are listed here; a new cycle, or a file joining this one,
-// fails. An entry no longer in a cycle fails too, so the list only shrinks.
-var cycleAllowed = map[string][]string{
-	"cluster": {
-		"cluster_act.go", "cluster_annotations.go", "cluster_connector.go", "cluster_controller.go",
-		"cluster_finalize.go", "cluster_live_settings.go", "cluster_node_status.go", "cluster_objects.go",
-		"cluster_observe.go", "cluster_pause.go", "cluster_plan.go", "cluster_pod_proof.go",
-		"cluster_readiness.go", "cluster_resolve.go", "cluster_status.go", "cluster_tls.go",
-		"cluster_volume_proof.go", "cluster_wave.go", "container_failures.go", "credentials.go",
-		"credentials_rotation.go", "data_loss.go", "memory_headroom.go", "replacement_backoff.go",
-		"rollout_gate.go", "status_build.go", "status_findings.go", "version_check.go", "volume_size.go",
-	},
-}
-
 // fileEdge is one reason file from depends on file to: an identifier used
 // in from and declared in to.
 type fileEdge struct{ from, to, ident string }
@@ -45,13 +29,9 @@ func TestFilesAreLayered(t *testing.T) {
 	for _, p := range pkgs {
 		edges := fileGraph(p)
 		for _, scc := range fileCycles(edges) {
-			if cycleIsAllowed(p.Name, scc) {
-				continue
-			}
 			t.Errorf("package %s: files %s depend on each other:\n%s",
 				p.PkgPath, strings.Join(scc, ", "), describeCycle(edges, scc))
 		}
-		checkAllowListCurrent(t, p, edges)
 	}
 }
 
@@ -151,32 +131,6 @@ func describeCycle(edges map[string]map[string]fileEdge, scc []string) string {
 	return b.String()
 }
 
-func cycleIsAllowed(pkg string, scc []string) bool {
-	for _, f := range scc {
-		if !slices.Contains(cycleAllowed[pkg], f) {
-			return false
-		}
-	}
-	return true
-}
-
-// checkAllowListCurrent fails for an allowed file of p that is no longer in
-// a cycle, so the allow-list names exactly the files still tangled.
-func checkAllowListCurrent(t *testing.T, p *packages.Package, edges map[string]map[string]fileEdge) {
-	t.Helper()
-	inCycle := map[string]bool{}
-	for _, scc := range fileCycles(edges) {
-		for _, f := range scc {
-			inCycle[f] = true
-		}
-	}
-	for _, f := range cycleAllowed[p.Name] {
-		if !inCycle[f] {
-			t.Errorf("package %s: %s is no longer in a file cycle; remove it from cycleAllowed", p.PkgPath, f)
-		}
-	}
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -184,4 +138,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func TestFileCycles(t *testing.T) {
+	edge := func(from string, to ...string) map[string]fileEdge {
+		out := map[string]fileEdge{}
+		for _, t := range to {
+			out[t] = fileEdge{from: from, to: t, ident: "x"}
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		edges map[string]map[string]fileEdge
+		want  [][]string
+	}{
+		{"layered", map[string]map[string]fileEdge{"a.go": edge("a.go", "b.go", "c.go"), "b.go": edge("b.go", "c.go"), "c.go": {}}, nil},
+		{"two files", map[string]map[string]fileEdge{"a.go": edge("a.go", "b.go"), "b.go": edge("b.go", "a.go"), "c.go": edge("c.go", "a.go")},
+			[][]string{{"a.go", "b.go"}}},
+		{"two cycles", map[string]map[string]fileEdge{
+			"a.go": edge("a.go", "b.go"), "b.go": edge("b.go", "c.go"), "c.go": edge("c.go", "a.go", "d.go"),
+			"d.go": edge("d.go", "e.go"), "e.go": edge("e.go", "d.go"),
+		}, [][]string{{"a.go", "b.go", "c.go"}, {"d.go", "e.go"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fileCycles(tt.edges); !slices.EqualFunc(got, tt.want, slices.Equal) {
+				t.Errorf("fileCycles = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
