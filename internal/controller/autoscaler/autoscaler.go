@@ -1,28 +1,72 @@
 package autoscaler
 
 import (
-	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/autoscale"
 	"github.com/gomomento/valkey-operator/internal/controller/looks"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
+
+// maxSamples is the API's bound on a node's sample history.
+const maxSamples = 200
+
+// defaultScaleInWindow is the history kept for a cluster without
+// autoscaling: the documented default window, so turning autoscaling on
+// does not start from nothing.
+const defaultScaleInWindow = 300 * time.Second
+
+// sampleTimeout bounds one node's INFO, so a silent node costs one
+// sampling pass a few seconds, not the whole interval.
+const sampleTimeout = 5 * time.Second
+
+// autoscaler samples every node of every cluster on a fixed interval (INFO
+// from the node itself, no metrics-server), publishes the samples in the
+// ValkeyNode's status and as metrics, and for a cluster with
+// spec.autoscaling decides status.autoscaling.desiredShards, which the
+// cluster controller takes as its shard target.
+type autoscaler struct {
+	client.Client
+	APIReader client.Reader
+	Options   options.Options
+	Recorder  events.EventRecorder
+	Dialer    nodeconn.DialFunc
+	// pool keeps the nodes' connections between samples; nil dials.
+	pool *valkey.Pool
+	// Looks holds the nodes' recent INFO answers; nil keeps none.
+	Looks *looks.Store
+
+	mu sync.Mutex
+	// readings are each pod's last counters, by pod UID: a rate needs the
+	// previous reading of the same process. Losing them (a restart) costs
+	// one sample without CPU and bandwidth.
+	readings map[types.UID]autoscale.Reading
+	// sampled is when each cluster was last sampled, so events between
+	// ticks re-evaluate without sampling again.
+	sampled map[types.NamespacedName]time.Time
+	// histories are each node's samples by cluster and ValkeyNode UID,
+	// written to its status or not yet (see needsWrite). Losing them (a
+	// restart) loses the samples not yet written.
+	histories map[types.NamespacedName]map[types.UID][]autoscale.Sample
+	// nodes are the node names each cluster has metric series for.
+	nodes map[types.NamespacedName]map[string]bool
+}
 
 // Setup registers the sampling and autoscaling controller.
 func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool, store *looks.Store) error {
@@ -47,48 +91,11 @@ func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, poo
 	return nil
 }
 
-func (r *autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var vc valkeyv1.ValkeyCluster
-	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+func (r *autoscaler) interval() time.Duration {
+	if r.Options.SampleInterval > 0 {
+		return r.Options.SampleInterval
 	}
-	if !vc.DeletionTimestamp.IsZero() {
-		r.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-	log := logf.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace)
-	ctx = logf.IntoContext(ctx, log)
-	interval := r.interval()
-
-	var list valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing nodes: %w", err)
-	}
-	nodes := make([]*valkeyv1.ValkeyNode, len(list.Items))
-	for i := range list.Items {
-		nodes[i] = &list.Items[i]
-	}
-
-	next := interval
-	// Autoscaling just turned on decides from every sample: those kept
-	// unwritten are written first.
-	owed := vc.Spec.Autoscaling != nil && r.unwritten(req.NamespacedName, nodes)
-	if due, wait := r.due(req.NamespacedName, interval); due || owed {
-		if err := r.sample(ctx, &vc, nodes); err != nil {
-			// A cluster that cannot be sampled yet (no Secret, no pod) is
-			// retried on the tick; the decision runs on what status holds.
-			log.V(1).Info("sampling failed", "error", err.Error())
-		}
-	} else {
-		next = wait
-	}
-	if err := r.evaluate(ctx, req.NamespacedName, nodes); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: next}, nil
+	return options.DefaultOptions().SampleInterval
 }
 
 // due says whether the cluster's tick has come, and otherwise how long is
