@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -39,6 +41,18 @@ func TestIdleClusterReloadTicksVisitNoNode(t *testing.T) {
 	f.setACL([]valkeyv1.AclBinding{
 		binding("reader", []valkeyv1.PasswordHash{passwordHash("reader-pw")}, role, keys("r:*", valkeyv1.KeyAccessRead)),
 	})
+	// ACLApplied was True before the binding too: the binding is waited
+	// for on the nodes themselves.
+	eventually(t, 90*time.Second, "the binding on every node", func() error {
+		for _, p := range f.pods() {
+			n, err := f.dialTLS(p, ca.CertPEM, "reader", "reader-pw")
+			if err != nil {
+				return err
+			}
+			n.Close()
+		}
+		return nil
+	})
 	f.waitACLApplied(time.Minute)
 	f.waitCondition(valkeyv1.CondCertificatesServed, metav1.ConditionTrue, valkeyv1.ReasonServingCurrent,
 		fmt.Sprintf("all 2 nodes serve the certificate in Secret %q", f.secret), time.Minute)
@@ -46,10 +60,7 @@ func TestIdleClusterReloadTicksVisitNoNode(t *testing.T) {
 	// One connection per node for the whole window: the test's own reads
 	// add no connection, and INFO is not ACL LIST.
 	nodes := f.tlsOperatorNodes(ca.CertPEM)
-	before := map[string]nodeCounters{}
-	for pod, n := range nodes {
-		before[pod] = readCounters(t, pod, n)
-	}
+	before := settledCounters(t, nodes)
 	<-time.After(idleWindow)
 	for pod, n := range nodes {
 		after := readCounters(t, pod, n)
@@ -60,6 +71,38 @@ func TestIdleClusterReloadTicksVisitNoNode(t *testing.T) {
 			t.Errorf("node %s: ACL LIST ran %d times during %s of an idle cluster, want at most one safety pass", pod, listed, idleWindow)
 		}
 	}
+}
+
+// settleQuiet is how long the nodes' counters must stand still before the
+// window opens: the last pass of the binding's reload, and the one new
+// connection each controller makes once the reloader records the leaves it
+// verified (a kept connection is keyed by them), end well within it.
+const settleQuiet = 5 * time.Second
+
+// settledCounters waits until no node's counters moved for settleQuiet
+// and returns them.
+func settledCounters(t testing.TB, nodes map[string]*valkey.Node) map[string]nodeCounters {
+	t.Helper()
+	read := func() map[string]nodeCounters {
+		out := map[string]nodeCounters{}
+		for pod, n := range nodes {
+			out[pod] = readCounters(t, pod, n)
+		}
+		return out
+	}
+	last, lastAt := read(), time.Now()
+	eventually(t, time.Minute, "the operator to finish with the nodes", func() error {
+		if time.Since(lastAt) < settleQuiet {
+			return errors.New("not quiet for long enough yet")
+		}
+		now := read()
+		if !maps.Equal(now, last) {
+			last, lastAt = now, time.Now()
+			return fmt.Errorf("counters moved: %v", now)
+		}
+		return nil
+	})
+	return last
 }
 
 // nodeCounters are the INFO counters an idle tick must leave alone.
@@ -104,12 +147,7 @@ func (f *aclFixture) tlsOperatorNodes(caPEM []byte) map[string]*valkey.Node {
 	}
 	out := map[string]*valkey.Node{}
 	for _, p := range f.pods() {
-		n, err := valkey.Dial(context.Background(), valkey.Target{
-			Address:  net.JoinHostPort(p.Status.PodIP, "6379"),
-			TLS:      &valkey.TLS{CA: caPEM, ServerName: render.PodFQDN(p.Name, f.name, f.ns, clusterDomain)},
-			Username: render.OperatorUser, Password: string(s.Data[render.KeyOperatorPassword]),
-			Dialer: local.Runtime.DialContext,
-		})
+		n, err := f.dialTLS(p, caPEM, render.OperatorUser, string(s.Data[render.KeyOperatorPassword]))
 		if err != nil {
 			f.t.Fatalf("connecting to %s as the operator: %v", p.Name, err)
 		}
@@ -120,4 +158,15 @@ func (f *aclFixture) tlsOperatorNodes(caPEM []byte) map[string]*valkey.Node {
 		f.t.Fatalf("%d pods, want 2", len(out))
 	}
 	return out
+}
+
+// dialTLS connects to one pod over TLS, verified with the pod's own name,
+// as user.
+func (f *aclFixture) dialTLS(p corev1.Pod, caPEM []byte, user, password string) (*valkey.Node, error) {
+	return valkey.Dial(context.Background(), valkey.Target{
+		Address:  net.JoinHostPort(p.Status.PodIP, "6379"),
+		TLS:      &valkey.TLS{CA: caPEM, ServerName: render.PodFQDN(p.Name, f.name, f.ns, clusterDomain)},
+		Username: user, Password: password,
+		Dialer: local.Runtime.DialContext,
+	})
 }
