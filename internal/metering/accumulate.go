@@ -53,3 +53,19 @@ func GBHours(megabyteSeconds int64) string {
 	whole, frac := megabyteSeconds/unit, megabyteSeconds%unit
 	return fmt.Sprintf("%d.%06d", whole, frac*1_000_000/unit)
 }
+
+// SampleDue says whether a record last sampled at last is due for its next
+// sample at now, given the interval, and else how long until it is. Events
+// that bring the record back early (its own status write, a restart) must
+// not sample it again: each early sample would be one more API write per
+// cluster, and the interval is what the docs promise.
+func SampleDue(last time.Time, now time.Time, interval time.Duration) (bool, time.Duration) {
+	if last.IsZero() {
+		return true, 0
+	}
+	wait := last.Add(interval).Sub(now)
+	if wait <= 0 {
+		return true, 0
+	}
+	return false, wait
+}

@@ -110,3 +110,28 @@ func TestGBHours(t *testing.T) {
 		}
 	}
 }
+
+func TestSampleDue(t *testing.T) {
+	last := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		last time.Time
+		now  time.Time
+		due  bool
+		wait time.Duration
+	}{
+		{"never sampled", time.Time{}, last, true, 0},
+		{"brought back by its own write", last, last.Add(time.Second), false, 59 * time.Second},
+		{"exactly due", last, last.Add(time.Minute), true, 0},
+		{"overdue after a restart", last, last.Add(time.Hour), true, 0},
+		{"a clock behind the record", last, last.Add(-time.Second), false, 61 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			due, wait := SampleDue(tt.last, tt.now, time.Minute)
+			if due != tt.due || wait != tt.wait {
+				t.Fatalf("SampleDue = %v, %s; want %v, %s", due, wait, tt.due, tt.wait)
+			}
+		})
+	}
+}

@@ -81,6 +81,11 @@ func (r *meteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 	// Whole seconds: the API keeps times to the second, and a sample time
 	// that lost its fraction on the way would bill that fraction twice.
 	now := time.Now().Truncate(time.Second)
+	if vc != nil && rec.Status.LastSample != nil {
+		if due, wait := metering.SampleDue(rec.Status.LastSample.Time, now, r.Options.MeteringInterval); !due {
+			return ctrlrt.Result{RequeueAfter: wait}, nil
+		}
+	}
 	before := rec.DeepCopy()
 	meter := meterOf(&rec.Status)
 	if vc == nil {
