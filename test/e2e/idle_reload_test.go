@@ -29,7 +29,7 @@ const idleWindow = 75 * time.Second
 // ACL file unchanged and every node known to use them, the reloaders' ticks
 // open no connection (no TLS handshake to probe the served certificate)
 // and list no node's ACL rules; at most one safety pass may fall into the
-// window.
+// window. A change still reaches the nodes at once.
 func TestIdleClusterReloadTicksVisitNoNode(t *testing.T) {
 	t.Parallel()
 	const role = "idle-reload-app"
@@ -71,6 +71,29 @@ func TestIdleClusterReloadTicksVisitNoNode(t *testing.T) {
 			t.Errorf("node %s: ACL LIST ran %d times during %s of an idle cluster, want at most one safety pass", pod, listed, idleWindow)
 		}
 	}
+
+	// The watches still wake an idle cluster: a new certificate and a new
+	// password reach every node without waiting for a safety pass.
+	next := testcerts.Leaf(ca, f.name, f.ns, clusterDomain)
+	start := time.Now()
+	f.rotate(next, ca.CertPEM)
+	f.waitServing(ca.CertPEM, next, time.Minute)
+	t.Logf("idle cluster: Secret updated to every node serving the new certificate after %s", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	f.setACL([]valkeyv1.AclBinding{
+		binding("reader", []valkeyv1.PasswordHash{passwordHash("reader-pw-2")}, role, keys("r:*", valkeyv1.KeyAccessRead)),
+	})
+	eventually(t, time.Minute, "the new password on every node", func() error {
+		for _, p := range f.pods() {
+			n, err := f.dialTLS(p, ca.CertPEM, "reader", "reader-pw-2")
+			if err != nil {
+				return fmt.Errorf("node %s: %w", p.Name, err)
+			}
+			n.Close()
+		}
+		return nil
+	})
+	t.Logf("idle cluster: binding edited to the new password on every node after %s", time.Since(start).Round(time.Millisecond))
 }
 
 // settleQuiet is how long the nodes' counters must stand still before the
