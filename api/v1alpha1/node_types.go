@@ -127,8 +127,11 @@ type ValkeyNodeStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Utilisation is what the operator sampled from the node itself every
-	// 30 seconds; it feeds autoscaling and metering.
+	// Utilisation is what the operator sampled from the node itself, every
+	// 30 seconds by default; it feeds autoscaling and metering. A node of a
+	// cluster with spec.autoscaling has every sample written as it is
+	// taken; any other node when its peak, denominator or CPU limit
+	// changes, else every 5 minutes, with the samples taken in between.
 	// +optional
 	Utilisation *NodeUtilisation `json:"utilisation,omitempty"`
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/controller/autoscaler"
 	"github.com/gomomento/valkey-operator/internal/controller/backup"
 	"github.com/gomomento/valkey-operator/internal/controller/cluster"
+	"github.com/gomomento/valkey-operator/internal/controller/looks"
 	"github.com/gomomento/valkey-operator/internal/controller/metering"
 	"github.com/gomomento/valkey-operator/internal/controller/node"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
@@ -88,7 +89,10 @@ func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error 
 	})); err != nil {
 		return fmt.Errorf("adding the node connection pool: %w", err)
 	}
-	if err := setupClusterController(mgr, opts, pool); err != nil {
+	// One look at each node per interval: the cluster controller's
+	// observation keeps every node's INFO answer for the autoscaler.
+	store := looks.New()
+	if err := setupClusterController(mgr, opts, pool, store); err != nil {
 		return err
 	}
 
@@ -103,7 +107,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error 
 	if err := reload.SetupACLReload(mgr, opts, nil, pool); err != nil {
 		return err
 	}
-	if err := autoscaler.Setup(mgr, opts, nil, pool); err != nil {
+	if err := autoscaler.Setup(mgr, opts, nil, pool, store); err != nil {
 		return err
 	}
 	if err := backup.Setup(mgr, opts, nil); err != nil {
@@ -124,7 +128,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error 
 // setupClusterController registers the cluster controller with what wakes
 // it: its cluster, its nodes, pods, claims and policies, the Secrets it
 // reads, and the menu objects every cluster resolves.
-func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey.Pool) error {
+func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey.Pool, store *looks.Store) error {
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("building a clientset: %w", err)
@@ -140,6 +144,7 @@ func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
 		Secrets:   secrets,
 		Pool:      pool,
+		Looks:     store,
 	}
 	h := newClusterHandlers(mgr)
 	if err := ctrl.NewControllerManagedBy(mgr).

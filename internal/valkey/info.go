@@ -67,7 +67,11 @@ type ServerInfo struct {
 
 // parseServerInfo extracts ServerInfo from INFO SERVER output.
 func parseServerInfo(text string) (ServerInfo, error) {
-	fields := parseInfo(text).flat()
+	return serverInfoFrom(parseInfo(text).flat())
+}
+
+// serverInfoFrom is ServerInfo from INFO's fields, sections flattened.
+func serverInfoFrom(fields map[string]string) (ServerInfo, error) {
 	raw, ok := fields["valkey_version"]
 	if !ok {
 		// Valkey 7.2 predates valkey_version; its redis_version is real.
@@ -162,7 +166,12 @@ func (r ReplicationInfo) HoldsPrimaryData() bool {
 
 // ParseReplicationInfo extracts ReplicationInfo from INFO REPLICATION output.
 func ParseReplicationInfo(text string) (ReplicationInfo, error) {
-	fields := parseInfo(text).flat()
+	return replicationInfoFrom(parseInfo(text).flat())
+}
+
+// replicationInfoFrom is ReplicationInfo from INFO's fields, sections
+// flattened.
+func replicationInfoFrom(fields map[string]string) (ReplicationInfo, error) {
 	info := ReplicationInfo{
 		Role:              fields["role"],
 		PrimaryHost:       fields["master_host"],

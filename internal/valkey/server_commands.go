@@ -63,19 +63,25 @@ func (n *Node) InfoNode(ctx context.Context) (NodeInfo, error) {
 	if err != nil {
 		return NodeInfo{}, err
 	}
+	out, err := nodeInfoFrom(parseInfo(text).flat())
+	return out, n.wrap("INFO", err)
+}
+
+// nodeInfoFrom is NodeInfo from INFO's fields, sections flattened.
+func nodeInfoFrom(fields map[string]string) (NodeInfo, error) {
 	var out NodeInfo
-	if out.Server, err = parseServerInfo(text); err != nil {
-		return NodeInfo{}, n.wrap("INFO", err)
+	var err error
+	if out.Server, err = serverInfoFrom(fields); err != nil {
+		return NodeInfo{}, err
 	}
-	if out.Replication, err = ParseReplicationInfo(text); err != nil {
-		return NodeInfo{}, n.wrap("INFO", err)
+	if out.Replication, err = replicationInfoFrom(fields); err != nil {
+		return NodeInfo{}, err
 	}
-	fields := parseInfo(text).flat()
 	for k, dst := range map[string]*int64{"used_memory": &out.Memory.Used, "used_memory_dataset": &out.Memory.Dataset, "maxmemory": &out.Memory.MaxMemory} {
 		if v, ok := fields[k]; ok {
 			b, err := parseBytes(v)
 			if err != nil {
-				return NodeInfo{}, n.wrap("INFO", fmt.Errorf("parsing %s %q: %w", k, v, err))
+				return NodeInfo{}, fmt.Errorf("parsing %s %q: %w", k, v, err)
 			}
 			*dst = b
 		}

@@ -1,11 +1,8 @@
 package valkey
 
 import (
-	"context"
 	"fmt"
 	"strconv"
-
-	"github.com/valkey-io/valkey-go"
 )
 
 // UsageInfo is what the operator samples from a node for autoscaling and
@@ -28,7 +25,11 @@ type UsageInfo struct {
 // parseUsageInfo extracts UsageInfo from the output of
 // INFO SERVER MEMORY CPU STATS.
 func parseUsageInfo(text string) (UsageInfo, error) {
-	fields := parseInfo(text).flat()
+	return usageInfoFrom(parseInfo(text).flat())
+}
+
+// usageInfoFrom is UsageInfo from INFO's fields, sections flattened.
+func usageInfoFrom(fields map[string]string) (UsageInfo, error) {
 	if _, ok := fields["used_memory"]; !ok {
 		return UsageInfo{}, fmt.Errorf("parsing usage INFO: no used_memory field")
 	}
@@ -67,16 +68,4 @@ func parseUsageInfo(text string) (UsageInfo, error) {
 		u.CPUSeconds += v
 	}
 	return u, nil
-}
-
-// Usage asks the node for its UsageInfo in one round trip.
-func (n *Node) Usage(ctx context.Context) (UsageInfo, error) {
-	text, err := n.text(ctx, "INFO", func(b valkey.Builder) valkey.Completed {
-		return b.Info().Section("server", "memory", "cpu", "stats").Build()
-	})
-	if err != nil {
-		return UsageInfo{}, err
-	}
-	u, err := parseUsageInfo(text)
-	return u, n.wrap("INFO", err)
 }

@@ -20,6 +20,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/autoscale"
+	"github.com/gomomento/valkey-operator/internal/controller/looks"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/controller/watch"
@@ -51,6 +52,8 @@ type autoscaler struct {
 	Dialer    nodeconn.DialFunc
 	// pool keeps the nodes' connections between samples; nil dials.
 	pool *valkey.Pool
+	// Looks holds the nodes' recent INFO answers; nil keeps none.
+	Looks *looks.Store
 
 	mu sync.Mutex
 	// readings are each pod's last counters, by pod UID: a rate needs the
@@ -60,12 +63,16 @@ type autoscaler struct {
 	// sampled is when each cluster was last sampled, so events between
 	// ticks re-evaluate without sampling again.
 	sampled map[types.NamespacedName]time.Time
+	// histories are each node's samples by cluster and ValkeyNode UID,
+	// written to its status or not yet (see needsWrite). Losing them (a
+	// restart) loses the samples not yet written.
+	histories map[types.NamespacedName]map[types.UID][]autoscale.Sample
 	// nodes are the node names each cluster has metric series for.
 	nodes map[types.NamespacedName]map[string]bool
 }
 
 // Setup registers the sampling and autoscaling controller.
-func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool) error {
+func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool, store *looks.Store) error {
 	r := &autoscaler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -73,6 +80,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, poo
 		Recorder:  mgr.GetEventRecorder("valkey-operator"),
 		Dialer:    dialer,
 		pool:      pool,
+		Looks:     store,
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("autoscaler").
@@ -112,7 +120,10 @@ func (r *autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	next := interval
-	if due, wait := r.due(req.NamespacedName, interval); due {
+	// Autoscaling just turned on decides from every sample: those kept
+	// unwritten are written first.
+	owed := vc.Spec.Autoscaling != nil && r.unwritten(req.NamespacedName, nodes)
+	if due, wait := r.due(req.NamespacedName, interval); due || owed {
 		if err := r.sample(ctx, &vc, nodes); err != nil {
 			// A cluster that cannot be sampled yet (no Secret, no pod) is
 			// retried on the tick; the decision runs on what status holds.
@@ -152,9 +163,23 @@ func (r *autoscaler) due(key types.NamespacedName, interval time.Duration) (bool
 	return true, 0
 }
 
+// unwritten says whether some node's kept samples are newer than its
+// status holds.
+func (r *autoscaler) unwritten(key types.NamespacedName, nodes []*valkeyv1.ValkeyNode) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range nodes {
+		if h := r.histories[key][n.UID]; len(h) > 0 && h[len(h)-1].Time.After(newestWritten(n.Status.Utilisation)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *autoscaler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.sampled, key)
+	delete(r.histories, key)
 	names := r.nodes[key]
 	delete(r.nodes, key)
 	r.mu.Unlock()

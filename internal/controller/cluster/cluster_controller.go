@@ -16,6 +16,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/controller/looks"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
@@ -39,6 +40,9 @@ type Reconciler struct {
 	Dialer nodeconn.DialFunc
 	// Pool keeps the nodes' connections between passes; nil dials.
 	Pool *valkey.Pool
+	// Looks keeps each node's latest INFO answer for the controllers that
+	// can use one a moment old; nil keeps none.
+	Looks *looks.Store
 	// Secrets watches the TLS Secrets clusters reference, which the cache
 	// does not hold; nil watches none.
 	Secrets *watch.SecretWatches
@@ -51,6 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Secrets.Refer(req.NamespacedName, "")
+			r.Looks.Forget(req.NamespacedName)
 		}
 		return ctrlrt.Result{}, ctrl.IgnoreNotFound(err)
 	}

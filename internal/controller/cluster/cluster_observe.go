@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -76,7 +77,7 @@ func (r *Reconciler) observe(ctx context.Context, s *clusterScope) (phaseResult,
 	if pr.done || err != nil {
 		return pr, err
 	}
-	if err := r.buildMembers(ctx, o, conn, desired); err != nil {
+	if err := r.buildMembers(ctx, client.ObjectKeyFromObject(vc), o, conn, desired); err != nil {
 		return phaseResult{}, err
 	}
 	if err := r.readStorage(ctx, o); err != nil {
@@ -187,9 +188,12 @@ func nodePodState(n *valkeyv1.ValkeyNode, p *corev1.Pod) topology.Pod {
 // buildMembers turns ValkeyNodes and pods into planner members, asking every
 // running node for its view concurrently. desired gives each shard's current
 // node spec, to tell outdated nodes.
-func (r *Reconciler) buildMembers(ctx context.Context, o *observed, conn *nodeconn.Connector, desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)) error {
+func (r *Reconciler) buildMembers(ctx context.Context, key types.NamespacedName, o *observed, conn *nodeconn.Connector,
+	desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)) error {
 	names := o.names()
 	o.members = make([]topology.Member, len(names))
+	running := make([]*corev1.Pod, 0, len(names))
+	defer func() { r.Looks.Keep(key, running) }()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i, name := range names {
@@ -224,10 +228,12 @@ func (r *Reconciler) buildMembers(ctx context.Context, o *observed, conn *nodeco
 			continue
 		}
 		liveKeys := union(render.LiveKeys(n.Spec.ValkeySettings), render.LiveKeys(want.ValkeySettings))
+		pod := o.pods[name]
+		running = append(running, pod)
 		wg.Add(1)
-		go func(i int, name, ip string) {
+		go func(i int, name string) {
 			defer wg.Done()
-			view, version, settings, err := observeNode(ctx, conn, name, ip, liveKeys)
+			view, version, settings, err := r.observeNode(ctx, conn, key, pod, liveKeys)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -242,7 +248,7 @@ func (r *Reconciler) buildMembers(ctx context.Context, o *observed, conn *nodeco
 			} else {
 				o.settings[name] = settings.values
 			}
-		}(i, name, m.Pod.IP)
+		}(i, name)
 	}
 	wg.Wait()
 	return nil
@@ -258,14 +264,22 @@ type runningSettings struct {
 // same connection, for the live settings named by liveKeys: one CONFIG GET
 // per node and pass is what finds drift. A node whose settings cannot be
 // read (an ACL file without config|get, from an older operator) is still
-// observed.
-func observeNode(ctx context.Context, conn *nodeconn.Connector, name, ip string, liveKeys []string) (*topology.View, valkey.Version, runningSettings, error) {
-	n, err := conn.Dial(ctx, name, ip)
+// observed. Its INFO answer is kept as the node's look for the other
+// controllers, which then need not ask again.
+func (r *Reconciler) observeNode(ctx context.Context, conn *nodeconn.Connector, key types.NamespacedName, pod *corev1.Pod,
+	liveKeys []string) (*topology.View, valkey.Version, runningSettings, error) {
+	name := pod.Name
+	n, err := conn.Dial(ctx, name, pod.Status.PodIP)
 	if err != nil {
 		return nil, valkey.Version{}, runningSettings{}, err
 	}
 	defer n.Close()
-	view, version, err := observeView(ctx, n, name)
+	// Decisions rest on the node's own answer: always a new look.
+	look, err := r.Looks.Take(ctx, n, key, pod)
+	if err != nil {
+		return nil, valkey.Version{}, runningSettings{}, fmt.Errorf("INFO on %s: %w", name, err)
+	}
+	view, version, err := observeView(ctx, n, name, look)
 	if err != nil || len(liveKeys) == 0 {
 		return view, version, runningSettings{values: map[string]string{}}, err
 	}
@@ -276,9 +290,10 @@ func observeNode(ctx context.Context, conn *nodeconn.Connector, name, ip string,
 	return view, version, runningSettings{values: values, err: err}, nil
 }
 
-// observeView is one node's own view and the cluster's as it sees it.
-func observeView(ctx context.Context, n *valkey.Node, name string) (*topology.View, valkey.Version, error) {
-	ni, err := n.InfoNode(ctx)
+// observeView is one node's own view, from its look, and the cluster's as
+// it sees it.
+func observeView(ctx context.Context, n *valkey.Node, name string, look valkey.Look) (*topology.View, valkey.Version, error) {
+	ni, err := look.NodeInfo()
 	if err != nil {
 		return nil, valkey.Version{}, fmt.Errorf("INFO on %s: %w", name, err)
 	}

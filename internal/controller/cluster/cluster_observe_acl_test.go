@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
@@ -26,27 +28,11 @@ import (
 // part of: one whose nodes all run 9, and one with a node still on 8 (an
 // upgrade under way), whose file cannot grant CLUSTER GETSLOTMIGRATIONS.
 func TestObserveValkey9NodeWithEitherACL(t *testing.T) {
-	argv := testbin.Valkey9Server()
-	if argv == nil {
-		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
-	}
-	const password = "operator-test-password"
 	for _, lowest := range []string{"8.0.3", "9.1.2"} {
 		t.Run("lowest "+lowest, func(t *testing.T) {
-			acl, err := render.ACLFile(nil, render.Passwords{Operator: password, Replication: "repl-test-password"}, lowest, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := startObservedNode(t, argv, acl)
-			conn := &nodeconn.Connector{
-				Cluster:  &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
-				Password: password,
-				Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, network, addr)
-				},
-			}
-			view, version, settings, err := observeNode(context.Background(), conn, "c-0", "127.0.0.1", []string{"maxmemory", "maxmemory-policy"})
+			conn := observedConnector(t, lowest)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0", UID: "pod-c-0"}, Status: corev1.PodStatus{PodIP: "127.0.0.1"}}
+			view, version, settings, err := (&Reconciler{}).observeNode(context.Background(), conn, client.ObjectKeyFromObject(conn.Cluster), pod, []string{"maxmemory", "maxmemory-policy"})
 			if err != nil {
 				t.Fatalf("observing a Valkey 9 node with the ACL file for lowest version %s: %v", lowest, err)
 			}
@@ -58,6 +44,30 @@ func TestObserveValkey9NodeWithEitherACL(t *testing.T) {
 				t.Fatalf("live settings read = %v, %v", settings.values, settings.err)
 			}
 		})
+	}
+}
+
+// observedConnector starts a Valkey 9 node with the ACL file of a cluster
+// whose lowest version is lowest and returns how the operator dials it.
+func observedConnector(t *testing.T, lowest string) *nodeconn.Connector {
+	t.Helper()
+	argv := testbin.Valkey9Server()
+	if argv == nil {
+		t.Fatal("no Valkey 9 in bin/valkey9 (hack/install-valkey9.sh)")
+	}
+	const password = "operator-test-password"
+	acl, err := render.ACLFile(nil, render.Passwords{Operator: password, Replication: "repl-test-password"}, lowest, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startObservedNode(t, argv, acl)
+	return &nodeconn.Connector{
+		Cluster:  &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
+		Password: password,
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
 	}
 }
 
