@@ -27,6 +27,11 @@ const (
 	// (a refused reload, a CA it cannot be verified against), and the
 	// safety tick takes over.
 	fastWindow = 2 * time.Minute
+	// projectionWindow is how long after a change of the Secret the
+	// kubelet may still be projecting the old files into a pod: a node
+	// whose files cannot be seen is known to have loaded the Secret's
+	// material only by a reload issued after it.
+	projectionWindow = fastWindow
 	// maxPins bounds the verified-leaf annotation.
 	maxPins = 16
 )
@@ -156,6 +161,31 @@ type Outcome struct {
 	// Reloaded says a reload was issued and accepted.
 	Reloaded  bool
 	ReloadErr error
+}
+
+// KnownLoaded is the material hash the node of o is known to have loaded
+// at the end of a pass, given the one it was known to have loaded before
+// (loaded, "" for none). Visible files are known loaded once a reload of
+// them is confirmed by the handshake. Invisible ones are known to hold
+// want once a reload issued when the Secret had held want for the
+// projection window (age at the pass) left the node serving want's leaf:
+// before that the reload may have read old files, and a change of ca.crt
+// alone shows in no handshake.
+func KnownLoaded(want Material, o Outcome, loaded string, age time.Duration) string {
+	s := o.After.Served
+	if !o.Reloaded || s.Err != nil {
+		return loaded
+	}
+	if f := o.After.Files; f != nil {
+		if s.Fingerprint == f.Leaf {
+			return f.Hash
+		}
+		return loaded
+	}
+	if s.Fingerprint == want.Leaf && age >= projectionWindow {
+		return want.Hash
+	}
+	return loaded
 }
 
 // Input is everything Summarize looks at.

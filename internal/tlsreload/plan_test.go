@@ -72,6 +72,42 @@ func TestPlanNode(t *testing.T) {
 	}
 }
 
+func TestKnownLoaded(t *testing.T) {
+	want := Material{Leaf: "new", Hash: "H-new"}
+	cur := &Material{Leaf: "new", Hash: "H-new"}
+	old := &Material{Leaf: "old", Hash: "H-old"}
+	served := func(fp string) Node { return Node{Served: Served{Fingerprint: fp, Trusted: true}} }
+	withFiles := func(n Node, f *Material) Node { n.Files = f; return n }
+	down := Node{Served: Served{Err: errors.New("connection refused")}}
+	late := projectionWindow
+	early := projectionWindow - time.Second
+
+	tests := []struct {
+		name   string
+		o      Outcome
+		loaded string
+		age    time.Duration
+		want   string
+	}{
+		{"files seen, reload confirmed", Outcome{Reloaded: true, After: withFiles(served("new"), cur)}, "", early, "H-new"},
+		{"files seen, old files reloaded", Outcome{Reloaded: true, After: withFiles(served("old"), old)}, "", early, "H-old"},
+		{"files seen, reload not confirmed", Outcome{Reloaded: true, After: withFiles(served("old"), cur)}, "H-old", late, "H-old"},
+		{"files seen, not reloaded", Outcome{After: withFiles(served("new"), cur)}, "H-new", late, "H-new"},
+		{"files unseen, serving want after the projection window", Outcome{Reloaded: true, After: served("new")}, "", late, "H-new"},
+		{"files unseen, within the projection window: the CA may be old", Outcome{Reloaded: true, After: served("new")}, "", early, ""},
+		{"files unseen, serving an older leaf", Outcome{Reloaded: true, After: served("old")}, "H-old", late, "H-old"},
+		{"files unseen, reload failed", Outcome{ReloadErr: errors.New("refused"), After: served("new")}, "", late, ""},
+		{"unreachable after the reload", Outcome{Reloaded: true, After: down}, "H-new", late, "H-new"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KnownLoaded(want, tc.o, tc.loaded, tc.age); got != tc.want {
+				t.Errorf("KnownLoaded = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestSummarizeReload(t *testing.T) {
 	want := Material{Leaf: "new", Hash: "H-new"}
 	cur := &Material{Leaf: "new", Hash: "H-new"}

@@ -17,10 +17,17 @@ type Options struct {
 	ClusterDomain string
 	// DefaultZoneSpread applies to clusters that do not set placement.zoneSpread.
 	DefaultZoneSpread valkeyv1.ZoneSpread
-	// TLSReloadInterval is the safety tick of the TLS reload controller.
+	// TLSReloadInterval is how often the TLS reload controller looks at a
+	// cluster again when nothing it watches changes.
 	TLSReloadInterval time.Duration
-	// ACLReloadInterval is the safety tick of the ACL controller.
+	// ACLReloadInterval is the same for the ACL reload controller.
 	ACLReloadInterval time.Duration
+	// ReloadSafetyInterval is how often, give or take a fifth per cluster,
+	// the reload controllers visit every node of a cluster none of whose
+	// watched objects changed: a look they take while idle costs the nodes
+	// nothing, and this pass catches what no watch reports (a node's rules
+	// edited by hand).
+	ReloadSafetyInterval time.Duration
 	// SteadyResync is how often a converged cluster is re-checked.
 	SteadyResync time.Duration
 	// CredentialsSettle is how long a rotation keeps accepting the previous
@@ -106,19 +113,22 @@ func DefaultOptions() Options {
 		DefaultZoneSpread: valkeyv1.ZoneSpreadBestEffort,
 		TLSReloadInterval: 30 * time.Second,
 		ACLReloadInterval: 30 * time.Second,
-		SteadyResync:      30 * time.Second,
-		PendingRequeue:    2 * time.Second,
-		CredentialsSettle: 2 * time.Minute,
-		ErrorBackoffBase:  500 * time.Millisecond,
-		ErrorBackoffMax:   time.Minute,
-		SlotBatch:         64,
-		ClusterWorkers:    4,
-		WaveConcurrency:   16,
-		SampleInterval:    30 * time.Second,
-		Namespace:         DefaultNamespace,
-		MeteringInterval:  time.Minute,
-		ExporterImage:     render.DefaultExporterImage,
-		FilterCache:       true,
+		// Long next to the tick: a pass over an idle cluster opens a TLS
+		// connection to every node.
+		ReloadSafetyInterval: 5 * time.Minute,
+		SteadyResync:         30 * time.Second,
+		PendingRequeue:       2 * time.Second,
+		CredentialsSettle:    2 * time.Minute,
+		ErrorBackoffBase:     500 * time.Millisecond,
+		ErrorBackoffMax:      time.Minute,
+		SlotBatch:            64,
+		ClusterWorkers:       4,
+		WaveConcurrency:      16,
+		SampleInterval:       30 * time.Second,
+		Namespace:            DefaultNamespace,
+		MeteringInterval:     time.Minute,
+		ExporterImage:        render.DefaultExporterImage,
+		FilterCache:          true,
 		// RestoreFeedHost comes from the environment (operatorcmd).
 		RestoreFeedAddress: ":" + strconv.Itoa(DefaultRestoreFeedPort),
 	}

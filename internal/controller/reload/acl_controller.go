@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,18 +34,15 @@ import (
 // controller rendered into Secret {cluster}-acl: it issues ACL LOAD (the
 // node reads its mounted file) and then compares the node's ACL LIST with
 // the rendered file, because the mounted file trails the Secret. It runs on
-// a change of that Secret and on a tick, which also reverts ACL SETUSER
-// edits made by hand.
+// a change of that Secret or of the cluster's pods, and on a tick that
+// visits no node while every node is known to run the file; the safety
+// pass, which does, also reverts ACL SETUSER edits made by hand.
 type ACLReloader struct {
 	reloader[aclplan.Node, aclPace]
 }
 
-// aclPace lets a retry between ticks visit only the nodes not yet
-// confirmed on the file.
-type aclPace struct {
-	// lastFull is when every node was last sent ACL LOAD.
-	lastFull time.Time
-}
+// aclPace is empty: what paces the ACL reloader is shared.
+type aclPace struct{}
 
 // SetupACLReload registers the ACL reload controller.
 func SetupACLReload(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc, pool *valkey.Pool) error {
@@ -112,7 +108,12 @@ func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclS
 
 	sum := sha256.Sum256([]byte(file))
 	hash := hex.EncodeToString(sum[:])
-	mem, full := r.full(key, hash, tick)
+	mem, changed := r.memory(key, hash)
+	if r.canIdle(mem, vc, changed, pods, true) {
+		return ctrl.Result{RequeueAfter: tick}, nil
+	}
+	// Between ticks, a retry visits only the nodes not yet confirmed.
+	full := r.fullDue(mem, changed, tick)
 	if full {
 		log.V(1).Info("ACL reconcile tick")
 	}
@@ -138,21 +139,8 @@ func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclS
 	if err := r.writeStatus(ctx, key, rep.Status, rep.Reason, rep.Message, nil); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.passed(mem, vc, rep.Status == metav1.ConditionTrue)
 	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
-}
-
-// full returns the cluster's memory and whether this pass visits every
-// node: when the rendered file changed or a tick has passed.
-func (r *ACLReloader) full(key types.NamespacedName, hash string, tick time.Duration) (*reloadMemory[aclPace], bool) {
-	mem, changed := r.memory(key, hash)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	full := changed || now.Sub(mem.own.lastFull) >= tick
-	if full {
-		mem.own.lastFull = now
-	}
-	return mem, full
 }
 
 // settle restarts the unsettled clock once every node runs the file, so

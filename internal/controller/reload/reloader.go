@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -63,15 +64,33 @@ type reloadMemory[X any] struct {
 	since time.Time
 	// nodes maps a pod to the hash of the content it is known to use.
 	nodes map[types.UID]string
+	// lastFull is when a pass last visited every node. settled says the
+	// last pass ended with every node using want, and seen is the cluster
+	// as that pass read it: together they let a look at an idle cluster
+	// leave its nodes alone.
+	lastFull time.Time
+	settled  bool
+	seen     clusterMark
 	// own is what only this kind of reloader paces by.
 	own X
+}
+
+// clusterMark is what of a cluster, changed, makes the next look a pass.
+type clusterMark struct {
+	generation int64
+	state      valkeyv1.ClusterState
+}
+
+func markOf(vc *valkeyv1.ValkeyCluster) clusterMark {
+	return clusterMark{generation: vc.Generation, state: vc.Status.State}
 }
 
 // reloadKind is what sets a reloader apart.
 type reloadKind interface {
 	// manages says whether the cluster has anything to reload.
 	manages(vc *valkeyv1.ValkeyCluster) bool
-	// tick is how often the nodes are visited when nothing changes.
+	// tick is how soon a cluster is looked at again when nothing it
+	// watches changes; a look at an idle cluster visits no node.
 	tick() time.Duration
 	// sync brings the cluster's nodes to the content of secret and reports
 	// it.
@@ -160,6 +179,53 @@ func (r *reloader[N, X]) unsettled(m *reloadMemory[X]) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return time.Since(m.since)
+}
+
+// canIdle says this look at the cluster may leave every node alone (see
+// idle); changed is memory's, and current says the cluster's status still
+// shows what the last pass wrote besides the condition.
+func (r *reloader[N, X]) canIdle(m *reloadMemory[X], vc *valkeyv1.ValkeyCluster, changed bool, pods []*corev1.Pod, current bool) bool {
+	uids := make([]types.UID, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	cond := meta.FindStatusCondition(vc.Status.Conditions, r.condition)
+	current = current && cond != nil && cond.Status == metav1.ConditionTrue
+	safety := safetyInterval(vc.UID, positiveOr(r.Options.ReloadSafetyInterval, options.DefaultOptions().ReloadSafetyInterval))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return idle(idleInput{
+		Changed:     changed,
+		Settled:     m.settled,
+		SameCluster: current && m.seen == markOf(vc),
+		Want:        m.want,
+		Known:       m.nodes,
+		Pods:        uids,
+		SinceFull:   time.Since(m.lastFull),
+		Safety:      safety,
+	})
+}
+
+// fullDue says whether this pass visits every node: when the content
+// changed or every has passed since the last that did (0: always). A full
+// pass is taken as begun.
+func (r *reloader[N, X]) fullDue(m *reloadMemory[X], changed bool, every time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	full := changed || now.Sub(m.lastFull) >= every
+	if full {
+		m.lastFull = now
+	}
+	return full
+}
+
+// passed records the end of a pass whose condition was written: settled
+// says every node uses the content.
+func (r *reloader[N, X]) passed(m *reloadMemory[X], vc *valkeyv1.ValkeyCluster, settled bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m.settled, m.seen = settled, markOf(vc)
 }
 
 func (r *reloader[N, X]) forget(key types.NamespacedName) {

@@ -92,8 +92,6 @@ func (r *TLSReloader) tick() time.Duration {
 }
 
 func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copySecret *corev1.Secret, tick time.Duration) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
-	log.V(1).Info("TLS reconcile tick")
 	want, ok := tlsreload.MaterialOf(copySecret.Data[tlssecret.KeyCert], copySecret.Data[tlssecret.KeyPrivateKey], copySecret.Data[tlssecret.KeyCA])
 	if !ok {
 		// The cluster controller copies only validated material.
@@ -110,13 +108,21 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 
 	key := client.ObjectKeyFromObject(vc)
 	pins := nodeconn.ParsePins(copySecret.Annotations[valkeyv1.AnnotationVerifiedLeaves])
-	mem, _ := r.memory(key, want.Hash)
+	mem, changed := r.memory(key, want.Hash)
+	// A node known to serve the Secret's leaf needs nothing until the
+	// Secret, its pod or the cluster changes: no probe, no handshake.
+	if r.canIdle(mem, vc, changed, pods, servedCountsShown(vc, len(pods))) {
+		return ctrl.Result{RequeueAfter: tick}, nil
+	}
+	logf.FromContext(ctx).V(1).Info("TLS reconcile tick")
+	r.fullDue(mem, changed, 0)
 	pass := tlsPass{
 		r:       r,
 		cluster: vc,
 		conn: &nodeconn.Connector{Cluster: vc, Domain: r.Options.ClusterDomain, Password: password,
 			CAPEM: copySecret.Data[tlssecret.KeyCA], Pins: pins, Dialer: r.Dialer, Pool: r.pool},
 		want: want,
+		age:  r.unsettled(mem),
 	}
 	outcomes := r.pass(ctx, mem, pods, pass.node)
 
@@ -126,7 +132,7 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 		Want:        want,
 		Nodes:       outcomes,
 		Prior:       prior,
-		MismatchAge: r.unsettled(mem),
+		MismatchAge: pass.age,
 		Tick:        tick,
 	})
 	r.announce(ctx, vc, prior, rep, outcomes, want, mem)
@@ -139,7 +145,15 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 	if err := r.writeStatus(ctx, key, rep.Status, rep.Reason, rep.Message, servedCounts(rep)); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.passed(mem, vc, rep.Status == metav1.ConditionTrue)
 	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+}
+
+// servedCountsShown says status.tls shows all of total nodes serving, as
+// a settled pass over them writes it.
+func servedCountsShown(vc *valkeyv1.ValkeyCluster, total int) bool {
+	s := vc.Status.TLS
+	return s != nil && int(s.NodesServingCurrent) == total && int(s.NodesTotal) == total
 }
 
 // servedCounts writes status.tls.nodesServingCurrent and nodesTotal next
@@ -166,11 +180,14 @@ type tlsPass struct {
 	// of leaves already verified, the pod's FQDN as server name.
 	conn *nodeconn.Connector
 	want tlsreload.Material
+	// age is how long the Secret has held want, as far as this process
+	// knows.
+	age time.Duration
 }
 
 // node probes one node, reloads it when the plan says so and probes again.
-// It returns the files hash the node is now known to have loaded: the one
-// a reload confirmed, else the one loaded before.
+// It returns the material hash the node is now known to have loaded (see
+// tlsreload.KnownLoaded).
 func (p *tlsPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (tlsreload.Outcome, string) {
 	log := logf.FromContext(ctx).WithValues("node", pod.Name)
 	n := tlsreload.Node{Name: pod.Name, Loaded: loaded}
@@ -184,8 +201,7 @@ func (p *tlsPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (tls
 		}
 	}
 	o := tlsreload.Outcome{Name: pod.Name, Before: n.Served, After: n}
-	step := tlsreload.PlanNode(p.want, n)
-	if step != tlsreload.StepReload {
+	if tlsreload.PlanNode(p.want, n) != tlsreload.StepReload {
 		return o, loaded
 	}
 	result := "success"
@@ -198,11 +214,11 @@ func (p *tlsPass) node(ctx context.Context, pod *corev1.Pod, loaded string) (tls
 		o.After.Served = p.probe(ctx, pod)
 	}
 	metrics.TLSReloads.WithLabelValues(p.cluster.Namespace, p.cluster.Name, result).Inc()
-	if o.Reloaded && n.Files != nil && o.After.Served.Err == nil && o.After.Served.Fingerprint == n.Files.Leaf {
-		o.After.Loaded = n.Files.Hash
-		return o, n.Files.Hash
+	known := tlsreload.KnownLoaded(p.want, o, loaded, p.age)
+	if n.Files != nil {
+		o.After.Loaded = known
 	}
-	return o, loaded
+	return o, known
 }
 
 // path is where the node finds one of its files.
