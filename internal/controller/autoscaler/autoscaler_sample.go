@@ -190,15 +190,6 @@ func nodeLimits(n *valkeyv1.ValkeyNode) autoscale.Limits {
 	return l
 }
 
-func samplesFromAPI(in []valkeyv1.UtilisationSample) []autoscale.Sample {
-	out := make([]autoscale.Sample, len(in))
-	for i, s := range in {
-		out[i] = autoscale.Sample{Time: s.Time.Time, MemoryPercent: s.MemoryPercent, CPUPercent: s.CPUPercent,
-			BandwidthMbps: s.BandwidthMbps, UsedMemoryBytes: s.UsedMemoryBytes}
-	}
-	return out
-}
-
 // samplesToAPI rounds figures to a tenth, which is what the decision and
 // its messages resolve, so status does not carry float noise.
 func samplesToAPI(in []autoscale.Sample) []valkeyv1.UtilisationSample {

@@ -51,3 +51,12 @@ func historyBase(kept []autoscale.Sample, written *valkeyv1.NodeUtilisation) []a
 	}
 	return samplesFromAPI(status)
 }
+
+func samplesFromAPI(in []valkeyv1.UtilisationSample) []autoscale.Sample {
+	out := make([]autoscale.Sample, len(in))
+	for i, s := range in {
+		out[i] = autoscale.Sample{Time: s.Time.Time, MemoryPercent: s.MemoryPercent, CPUPercent: s.CPUPercent,
+			BandwidthMbps: s.BandwidthMbps, UsedMemoryBytes: s.UsedMemoryBytes}
+	}
+	return out
+}

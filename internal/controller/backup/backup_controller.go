@@ -27,19 +27,6 @@ const backupWaitInterval = 10 * time.Second
 // for as long as its shards stream.
 const backupWorkers = 2
 
-// backupReconciler takes each ValkeyBackup once: it waits for the cluster
-// to be Active, checks the destination, streams every shard's snapshot to
-// the bucket at once and writes the manifest last.
-type backupReconciler struct {
-	client.Client
-	// APIReader reads the destination's Secrets, which the cache does not
-	// hold.
-	APIReader client.Reader
-	Options   options.Options
-	Dialer    nodeconn.DialFunc
-	now       func() time.Time
-}
-
 // Setup registers the ValkeyBackup controller.
 func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc) error {
 	r := &backupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Dialer: dialer, now: time.Now}

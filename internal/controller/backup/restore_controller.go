@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,30 +23,6 @@ import (
 // restoreWorkers is how many clusters are restored at once; each holds
 // its worker while its shards load.
 const restoreWorkers = 2
-
-// restoreReconciler fills a new cluster with a backup's keys
-// (spec.restore): once the cluster controller reports the cluster formed
-// and waiting for it (Ready=False, Restoring), every shard of the backup
-// is loaded into a scratch server of its own and its keys are copied to
-// the primaries that own their slots. The cluster controller keeps the
-// cluster out of Active until status.restore says Completed.
-type restoreReconciler struct {
-	client.Client
-	// APIReader reads the cluster, the store's Secrets, the loaders'
-	// Secret and pods around the cache.
-	APIReader client.Reader
-	Options   options.Options
-	Dialer    nodeconn.DialFunc
-	Recorder  events.EventRecorder
-	feed      *restoreFeed
-	now       func() time.Time
-
-	mu sync.Mutex
-	// ours are the loader pods this process created (namespace/name): a
-	// loader left by an earlier process may hold part of a file, so it is
-	// replaced rather than used.
-	ours map[string]bool
-}
 
 // SetupRestore registers the ValkeyRestore controller.
 func SetupRestore(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc) error {
@@ -71,17 +44,6 @@ func SetupRestore(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFu
 		return fmt.Errorf("setting up restore controller: %w", err)
 	}
 	return mgr.Add(r.feed)
-}
-
-// restoreFailure is a restore that cannot complete whatever is retried:
-// it ends Failed with this message.
-type restoreFailure struct{ err error }
-
-func (e restoreFailure) Error() string { return e.err.Error() }
-func (e restoreFailure) Unwrap() error { return e.err }
-
-func failRestore(format string, args ...any) error {
-	return restoreFailure{fmt.Errorf(format, args...)}
 }
 
 func (r *restoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -149,21 +111,4 @@ func awaitingRestore(vc *valkeyv1.ValkeyCluster) (string, bool) {
 		why += ": " + c.Message
 	}
 	return why, false
-}
-
-// patchRestore changes status.restore alone, with a merge patch, so that
-// it never races the cluster controller's writes of the rest.
-func (r *restoreReconciler) patchRestore(ctx context.Context, vc *valkeyv1.ValkeyCluster, edit func(*valkeyv1.RestoreStatus)) error {
-	before := vc.DeepCopy()
-	if vc.Status.Restore == nil {
-		vc.Status.Restore = &valkeyv1.RestoreStatus{}
-	}
-	edit(vc.Status.Restore)
-	if equality.Semantic.DeepEqual(before.Status.Restore, vc.Status.Restore) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, vc, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("writing the restore's status: %w", err)
-	}
-	return nil
 }

@@ -23,17 +23,6 @@ import (
 // again, unless a due time comes first.
 const pruneRetryInterval = 30 * time.Second
 
-// scheduledBackupReconciler creates a schedule's backups at its due times
-// and prunes those out of retention. It wakes at the next due time (or
-// expiry, or retry), and whenever one of its backups changes.
-type scheduledBackupReconciler struct {
-	client.Client
-	// APIReader reads the destination's Secrets, which the cache does not
-	// hold.
-	APIReader client.Reader
-	now       func() time.Time
-}
-
 // SetupScheduled registers the ValkeyScheduledBackup controller.
 func SetupScheduled(mgr ctrl.Manager) error {
 	r := &scheduledBackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), now: time.Now}
@@ -176,14 +165,6 @@ func retentionOf(r *valkeyv1.BackupRetention) backup.Retention {
 	}
 	if r.MaxAge != nil {
 		out.MaxAge = r.MaxAge.Duration
-	}
-	return out
-}
-
-func keptOf(backups []valkeyv1.ValkeyBackup) []backup.Kept {
-	out := make([]backup.Kept, len(backups))
-	for i, b := range backups {
-		out[i] = backup.Kept{Name: b.Name, Phase: b.Status.Phase, Created: b.CreationTimestamp.Time}
 	}
 	return out
 }

@@ -114,3 +114,11 @@ func removePrefix(ctx context.Context, mc *minio.Client, bucket, prefix string) 
 	}
 	return nil
 }
+
+func keptOf(backups []valkeyv1.ValkeyBackup) []backup.Kept {
+	out := make([]backup.Kept, len(backups))
+	for i, b := range backups {
+		out[i] = backup.Kept{Name: b.Name, Phase: b.Status.Phase, Created: b.CreationTimestamp.Time}
+	}
+	return out
+}

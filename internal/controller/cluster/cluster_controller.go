@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrlrt "sigs.k8s.io/controller-runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -17,39 +16,9 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
-	"github.com/gomomento/valkey-operator/internal/controller/looks"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
-	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
-	"github.com/gomomento/valkey-operator/internal/controller/options"
-	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
-	"github.com/gomomento/valkey-operator/internal/resolve"
-	"github.com/gomomento/valkey-operator/internal/topology"
-	"github.com/gomomento/valkey-operator/internal/valkey"
 )
-
-// Reconciler drives a ValkeyCluster: validate, resolve, render the
-// cluster-level objects, observe every node, then act on the planner's
-// next wave.
-type Reconciler struct {
-	ctrl.Client
-	// APIReader reads around the cache where a stale answer would be harmful.
-	APIReader ctrl.Reader
-	Options   options.Options
-	Recorder  events.EventRecorder
-	// Dialer opens connections to nodes; nil dials directly.
-	Dialer nodeconn.DialFunc
-	// Pool keeps the nodes' connections between passes; nil dials.
-	Pool *valkey.Pool
-	// Looks keeps each node's latest INFO answer for the controllers that
-	// can use one a moment old; nil keeps none.
-	Looks *looks.Store
-	// Secrets watches the TLS Secrets clusters reference, which the cache
-	// does not hold; nil watches none.
-	Secrets *watch.SecretWatches
-	// expected holds the nodes created and not yet in the cache.
-	expected nodeExpectations
-}
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.Result, error) {
 	var vc valkeyv1.ValkeyCluster
@@ -109,70 +78,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrlrt.Request) (ctrlrt.
 		return ctrlrt.Result{}, err
 	}
 	return result, nil
-}
-
-// clusterScope is what one reconcile of a cluster learns, phase by phase:
-// each phase reads what the earlier ones set and adds its own.
-type clusterScope struct {
-	vc *valkeyv1.ValkeyCluster
-	rc render.Cluster
-
-	// From the base objects: the system users' passwords.
-	passwords render.Passwords
-
-	// From TLS: the check of the user's Secret. While it failed, only
-	// healing continues, and nodeCA is the CA the nodes run with.
-	tls    tlsCheck
-	nodeCA []byte
-
-	// From resolve: the config, image and roles. res is nil when the
-	// config chain does not resolve; aclHeld says the ACL Secret keeps
-	// what it has because the bindings (or the config) do not resolve.
-	res     *resolve.Result
-	users   []resolve.User
-	aclHeld bool
-
-	// From observe: the nodes, pods and views, how to reach the nodes, and
-	// the spec each shard's new nodes get.
-	o       *observed
-	conn    *nodeconn.Connector
-	desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)
-
-	// From the derived objects: a credentials rotation is under way; what
-	// the live settings pass left.
-	rotating bool
-	live     liveOutcome
-
-	// From plan: what the planner was given and decided, and the nodes
-	// whose containers keep failing, with why creations are held.
-	creating bool
-	in       topology.Input
-	wave     topology.Wave
-	failures []containerFailure
-	held     string
-	// versionMismatch says which nodes run another Valkey version than
-	// their image declares, or which cannot load the data of a newer
-	// primary they were downgraded under; "" when none does.
-	// versionReason is the VersionMatches reason that goes with it.
-	versionMismatch, versionReason string
-
-	// found is what the status reports, phase by phase.
-	found findings
-}
-
-// phaseResult is how a phase ends: done ends the reconcile with result, as
-// an error does; otherwise the next phase runs.
-type phaseResult struct {
-	done   bool
-	result ctrlrt.Result
-}
-
-// nextPhase lets the reconcile go on.
-var nextPhase = phaseResult{}
-
-// requeueAfter ends the reconcile, to look again after d.
-func requeueAfter(d time.Duration) phaseResult {
-	return phaseResult{done: true, result: ctrlrt.Result{RequeueAfter: d}}
 }
 
 // reconcile runs the phases in order (docs/architecture.md lists them with

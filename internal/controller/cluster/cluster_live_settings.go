@@ -20,21 +20,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
-// liveOutcome is what the live settings pass leaves for the status and
-// for when to look again.
-type liveOutcome struct {
-	// applying are the nodes (with their settings) that have not taken a
-	// live edit yet.
-	applying []string
-	// acted: something was set, so the nodes are read again soon.
-	acted bool
-}
-
-// busy says the cluster is not converged on its live settings, or was
-// just changed, so it is looked at again soon rather than at the steady
-// resync.
-func (l liveOutcome) busy() bool { return len(l.applying) > 0 || l.acted }
-
 // applyLiveSettings brings every node to the live settings it should run
 // without a restart: an edit of those alone (planLiveSettings decides) is
 // recorded on the node, whose valkey.conf the node controller renders

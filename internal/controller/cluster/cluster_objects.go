@@ -254,10 +254,3 @@ func shardPods(vc *valkeyv1.ValkeyCluster, o *observed) map[int32]int {
 	}
 	return out
 }
-
-func createIgnoreExists(ctx context.Context, c client.Client, obj client.Object) error {
-	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
-	}
-	return nil
-}

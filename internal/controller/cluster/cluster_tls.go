@@ -19,16 +19,6 @@ import (
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 )
 
-// tlsCheck is the outcome of validating a cluster's TLS Secret.
-type tlsCheck struct {
-	// Failure is the first failed check, nil when the Secret is valid.
-	Failure *tlssecret.Failure
-	// Secret is the user's Secret when it is valid.
-	Secret *corev1.Secret
-	// Info describes the certificate when it could be parsed.
-	Info *tlssecret.Info
-}
-
 // reconcileTLS validates the user's Secret and refreshes the nodes' copy
 // of it. An invalid Secret, or a valid one whose ca.crt would split the
 // nodes between two CAs, makes the cluster Invalid and leaves only healing
@@ -134,17 +124,6 @@ func (r *Reconciler) announceTLS(vc *valkeyv1.ValkeyCluster, tls tlsCheck) tlsRe
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, w.Reason, "ValidateTLS", "%s", w.Message)
 	}
 	return rep
-}
-
-// tlsReport is what a valid Secret's warnings make of the TLS conditions.
-type tlsReport struct {
-	valid    string // TLSValid's message
-	expiring bool
-	expiry   string // CertificateExpiringSoon's message
-	// announce are the warnings that deserve an Event: those the conditions
-	// did not carry yet. A warning stands for as long as the Secret is
-	// unchanged, and an Event on every reconcile would bury the others.
-	announce []tlssecret.Warning
 }
 
 // reportTLS decides the TLS conditions of a valid Secret at now, and which

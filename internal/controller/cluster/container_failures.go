@@ -26,17 +26,6 @@ var waitingFailures = map[string]bool{
 	"RunContainerError":          true,
 }
 
-// containerFailure is one container that failed, in the container's words.
-type containerFailure struct {
-	node    string
-	reason  string
-	message string
-	// exited: the Valkey process ended; with restartPolicy Never the node
-	// is lost and will be replaced. An exporter that ends costs only its
-	// metrics.
-	exited bool
-}
-
 // containerFailures lists the failing containers of the cluster's pods,
 // one per node, the Valkey container's first. A pod being deleted is
 // stopping on purpose and is skipped.

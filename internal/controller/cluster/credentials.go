@@ -163,3 +163,10 @@ func (r *Reconciler) addExporterPassword(ctx context.Context, s *corev1.Secret, 
 	}
 	return p, nil
 }
+
+func createIgnoreExists(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}

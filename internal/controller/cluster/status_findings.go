@@ -94,3 +94,14 @@ type waveFinding struct {
 	// which of the wave's actions failed.
 	dataLost, actionFailed string
 }
+
+// tlsReport is what a valid Secret's warnings make of the TLS conditions.
+type tlsReport struct {
+	valid    string // TLSValid's message
+	expiring bool
+	expiry   string // CertificateExpiringSoon's message
+	// announce are the warnings that deserve an Event: those the conditions
+	// did not carry yet. A warning stands for as long as the Secret is
+	// unchanged, and an Event on every reconcile would bury the others.
+	announce []tlssecret.Warning
+}
