@@ -235,6 +235,9 @@ const (
 	// runs another Valkey version than its image declares, or a downgrade
 	// the data forbids is asked for (VersionMatches says which).
 	ReasonHeldForVersion = "HeldForVersion"
+	// ReasonNodesUnseen: the cluster waits, briefly, for the ValkeyNodes
+	// it just created to reach the operator's cache before it plans again.
+	ReasonNodesUnseen = "NodesUnseen"
 	// ReasonRolloutWaiting: the cluster owes a roll, and a ValkeyImage or
 	// ValkeyConfig it uses has not given it its turn: every rollout slot
 	// is taken, its canaries have not finished, or a failed roll holds

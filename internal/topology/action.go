@@ -158,6 +158,9 @@ const (
 	// ReasonHeldForVersion: node creations and the roll wait while the
 	// Valkey version check fails (Input.HoldForVersion, the detail).
 	ReasonHeldForVersion = "node creations held by the Valkey version check"
+	// ReasonNodesUnseen: the wave waits until the observation shows the
+	// nodes an earlier wave created (Input.Unseen, the detail).
+	ReasonNodesUnseen = "waiting for created nodes to appear in the operator's view"
 	// ReasonPodMissingButAnswers: a slot owner's pod is missing from the
 	// operator's view (deleted, or relabelled out of its cache) while its
 	// peers still reach its process; nothing is replaced on that alone.

@@ -52,6 +52,9 @@ const (
 	// CauseHeldForVersion: node creations and the roll wait while the
 	// Valkey version check holds them (Input.HoldForVersion).
 	CauseHeldForVersion
+	// CauseNodesUnseen: the observation lacks nodes an earlier wave
+	// created (Input.Unseen); it clears once the cache shows them.
+	CauseNodesUnseen
 
 	causeEnd
 )
@@ -72,6 +75,7 @@ var causeNames = [causeEnd]string{
 	CausePodMissing:         "PodMissing",
 	CauseRolloutWaiting:     "RolloutWaiting",
 	CauseHeldForVersion:     "HeldForVersion",
+	CauseNodesUnseen:        "NodesUnseen",
 }
 
 // WaitCauses lists every cause a Wait can carry, CauseNone aside, so a

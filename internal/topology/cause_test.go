@@ -96,6 +96,13 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 				return in
 			}(),
 			CauseRolloutWaiting, "waiting for rollout slot"},
+		{"a new shard while the last wave's node is not in the view",
+			func() Input {
+				in := steady(4, func([]Member) {})
+				in.Unseen = []string{"n9"}
+				return in
+			}(),
+			CauseNodesUnseen, ReasonNodesUnseen},
 		{"a new shard while the TLS Secret is invalid",
 			func() Input {
 				in := steady(4, func([]Member) {})

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,8 @@ type ReplacementBackoff struct {
 // holds takes out of a planned wave what the inputs hold back, in turn:
 // while the TLS Secret is invalid everything but healing, during a
 // replacement backoff every node creation, while the Valkey version check
-// fails every creation and every step of a roll. A wave left with nothing
+// fails every creation and every step of a roll, while created nodes are
+// missing from the view everything. A wave left with nothing
 // to run waits on the hold that emptied it; each hold that took something
 // out is listed in Wave.Held either way.
 func (w *world) holds(wv Wave) Wave {
@@ -46,6 +48,12 @@ func (w *world) holds(wv Wave) Wave {
 		// to the hold, so status says why the roll does not go on.
 		wv = wv.without(func(a Action) bool { return a.Kind == KindCreateNode || a.Tier == TierUpdate },
 			CauseHeldForVersion, ReasonHeldForVersion, func(Action) string { return why })
+	}
+	if unseen := w.in.Unseen; len(unseen) > 0 {
+		// The view lacks nodes already created: any action planned from
+		// it could repeat a creation or act on a shard as if short.
+		wv = wv.without(func(a Action) bool { return a.Kind != KindWait && a.Kind != KindDone },
+			CauseNodesUnseen, ReasonNodesUnseen, func(Action) string { return strings.Join(unseen, ", ") })
 	}
 	return wv
 }

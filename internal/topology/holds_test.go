@@ -260,3 +260,42 @@ func TestHoldsOnlyTakeOut(t *testing.T) {
 		})
 	}
 }
+
+// While nodes the last waves created are missing from the view, nothing
+// planned from it runs: a creation would be repeated, a repair would treat
+// a shard as short. The wait keeps the held action's tier, so the state
+// reads as before, and names the nodes; waits and Done stay as they are.
+func TestHoldForUnseen(t *testing.T) {
+	held := "Wait (" + ReasonNodesUnseen + ": n7, n8)"
+	tests := []struct {
+		name    string
+		members func() []Member
+		shards  int
+		want    string
+		tier    Tier
+	}{
+		{"a repair's creation waits", missingReplica, 2, held, TierStability},
+		{"forgetting a lost node waits", lostReplica, 2, held, TierStability},
+		{"a roll's replacement waits", rolling, 2, held, TierUpdate},
+		{"a roll's failover waits", rollFailover, 2, held, TierUpdate},
+		{"a new shard waits", formed2, 3, held, TierTopology},
+		{"done is kept as it is", formed2, 2, "Done (cluster converged)", TierSteady},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := Plan(Input{Shards: tt.shards, ReplicasPerShard: 1, Members: tt.members(), Unseen: []string{"n7", "n8"}})
+			if w.String() != tt.want || w.Lead().Tier != tt.tier {
+				t.Fatalf("got  %s in tier %s\nwant %s in tier %s", w, w.Lead().Tier, tt.want, tt.tier)
+			}
+			if w.Acts() {
+				t.Fatalf("the wave %s acts on a view without n7 and n8", w)
+			}
+			if isHeld := w.String() == held; isHeld != (len(w.Held) == 1) || (isHeld && w.Lead().Cause != CauseNodesUnseen) {
+				t.Fatalf("holds %v for the wave %s", w.Held, w)
+			}
+			if clear := Plan(Input{Shards: tt.shards, ReplicasPerShard: 1, Members: tt.members()}); tt.want == held && !clear.Acts() {
+				t.Fatalf("without unseen nodes the plan %s does not act: the case shows no hold", clear)
+			}
+		})
+	}
+}

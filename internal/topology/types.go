@@ -102,6 +102,11 @@ type Input struct {
 	// downgrade put it under. The held wave waits with this as its
 	// detail; repairs other than a creation go ahead.
 	HoldForVersion string
+	// Unseen are nodes created by an earlier wave that the observation
+	// does not show yet: the cache lags the apiserver. A plan of a view
+	// without them would create them again, so nothing of it runs until
+	// they appear; the wave waits and names them.
+	Unseen []string
 }
 
 // Member is one ValkeyNode with its pod and, when reachable, its Valkey view.

@@ -25,18 +25,15 @@ import (
 )
 
 // observe reads the cluster's nodes and pods from the cache, then every
-// running node's own view. A view without the nodes the last wave created
-// would plan them again, so it waits until the cache holds them.
+// running node's own view. It notes the nodes the last waves created that
+// the cache does not show yet: the planner holds the wave until it does.
 func (r *Reconciler) observe(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
 	o, err := r.listMembers(ctx, vc)
 	if err != nil {
 		return phaseResult{}, err
 	}
-	if missing := r.expected.unseen(client.ObjectKeyFromObject(vc), o.has, time.Now()); len(missing) > 0 {
-		clusterstatus.LogFrom(ctx).V(1).Info("waiting for created nodes to reach the cache", "nodes", missing)
-		return requeueAfter(cacheRecheck), nil
-	}
+	s.unseen = r.expected.unseen(client.ObjectKeyFromObject(vc), o.has, time.Now())
 	conn, err := r.clusterConnector(ctx, s)
 	if err != nil {
 		return phaseResult{}, err

@@ -37,6 +37,7 @@ func (r *Reconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, er
 		HoldRoll:         holdRoll,
 		Backoff:          rec.backoff(),
 		HoldForVersion:   s.versionMismatch,
+		Unseen:           s.unseen,
 	}
 	s.wave = topology.Plan(s.in)
 	if err := r.writeReplacementRecord(ctx, s.vc, rec.settled(s.wave)); err != nil {

@@ -64,11 +64,13 @@ type clusterScope struct {
 	users   []resolve.User
 	aclHeld bool
 
-	// From observe: the nodes, pods and views, how to reach the nodes, and
-	// the spec each shard's new nodes get.
+	// From observe: the nodes, pods and views, how to reach the nodes, the
+	// spec each shard's new nodes get, and the nodes created that the
+	// cache does not show yet.
 	o       *observed
 	conn    *nodeconn.Connector
 	desired func(shard int32) (valkeyv1.ValkeyNodeSpec, error)
+	unseen  []string
 
 	// From the derived objects: a credentials rotation is under way; what
 	// the live settings pass left.

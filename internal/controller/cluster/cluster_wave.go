@@ -168,7 +168,11 @@ func loggedWait(lead topology.Action) bool {
 // step of a procedure under way, pending otherwise (a pod to schedule, a
 // node to answer, something a person must fix).
 func afterWait(lead topology.Action, pending time.Duration) time.Duration {
-	if lead.Kind == topology.KindWait && lead.Cause == topology.CauseNone && lead.Tier != topology.TierSteady {
+	switch {
+	case lead.Kind != topology.KindWait:
+	case lead.Cause == topology.CauseNodesUnseen:
+		return min(cacheRecheck, pending)
+	case lead.Cause == topology.CauseNone && lead.Tier != topology.TierSteady:
 		return min(afterStep, pending)
 	}
 	return pending

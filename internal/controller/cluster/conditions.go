@@ -23,6 +23,7 @@ var causeReasons = map[topology.WaitCause]string{
 	topology.CauseReplacementBackoff: valkeyv1.ReasonReplacementBackoff,
 	topology.CausePodMissing:         valkeyv1.ReasonPodMissing,
 	topology.CauseHeldForVersion:     valkeyv1.ReasonHeldForVersion,
+	topology.CauseNodesUnseen:        valkeyv1.ReasonNodesUnseen,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

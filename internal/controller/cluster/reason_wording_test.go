@@ -133,6 +133,9 @@ func wordingScenarios(now time.Time) []wordingScenario {
 			in: steady, lead: "Wait/None"},
 		{name: "a new shard while the TLS Secret is invalid", nodes: twoByOne(),
 			in: with(steady, func(in *topology.Input) { in.Shards, in.HoldForTLS = 3, true }), lead: "Wait/HeldForTLS"},
+		{name: "a repair while a created node is unseen", nodes: twoByOne(),
+			change: func(ms []topology.Member) []topology.Member { return lose(ms, "c", false) },
+			in:     with(steady, func(in *topology.Input) { in.Unseen = []string{"e"} }), lead: "Wait/NodesUnseen"},
 		{name: "a roll waiting for its turn", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
 			in: with(steady, func(in *topology.Input) { in.HoldRoll = "waiting for rollout slot" }), lead: "Wait/RolloutWaiting"},
 	}
