@@ -37,6 +37,13 @@ type Node struct {
 	lent    bool
 }
 
+// The per-connection sizes of a Node's client (see Dial).
+const (
+	readBuffer  = 32 << 10
+	writeBuffer = 8 << 10
+	ringScale   = 4
+)
+
 // Dial connects to t, verifies TLS when asked and authenticates. It fails
 // rather than return a Node that cannot answer.
 func Dial(ctx context.Context, t Target) (*Node, error) {
@@ -83,6 +90,14 @@ func Dial(ctx context.Context, t Target) (*Node, error) {
 		// One connection per node is plenty for admin traffic.
 		PipelineMultiplex: -1,
 		BlockingPoolSize:  1,
+		// The pool keeps a connection to every node of every cluster;
+		// valkey-go's defaults (0.5 MiB buffers each way and a ring of
+		// 1,024 pending commands) cost 1.3 MiB a node, most of the
+		// operator's memory in a fleet, for commands sent one at a
+		// time. A reply larger than the buffer is read in pieces.
+		ReadBufferEachConn:  readBuffer,
+		WriteBufferEachConn: writeBuffer,
+		RingScaleEachConn:   ringScale,
 		// CLIENT SETINFO is outside the operator user's grants; skipping it
 		// keeps NOPERM entries out of the node's ACL LOG.
 		ClientSetInfo: valkey.DisableClientSetInfo,
