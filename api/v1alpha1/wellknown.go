@@ -36,6 +36,10 @@ const (
 	// last sent it CLUSTER FAILOVER (RFC 3339), so the request is not repeated
 	// while the roles flip, even across an operator restart.
 	AnnotationFailoverRequested = "valkey.gomomento.com/failover-requested-at"
+	// AnnotationFailoverRequestedMode records with it which variant was
+	// sent (default, force or takeover): a stronger one is not held back
+	// by a weaker one still in flight, whose precondition is gone.
+	AnnotationFailoverRequestedMode = "valkey.gomomento.com/failover-requested-mode"
 	// AnnotationLeavingSince records, on a ValkeyNode, when the operator
 	// marked it Leaving (RFC 3339): a drained primary stays in the cluster
 	// for a grace period after it, even across an operator restart.

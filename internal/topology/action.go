@@ -57,6 +57,19 @@ const (
 	FailoverTakeover FailoverMode = "takeover"
 )
 
+// strength orders the modes by how little each needs from the rest of the
+// cluster: default the primary and a majority, force a majority, takeover
+// nothing. "" is a request recorded before modes were, a default one.
+func (m FailoverMode) strength() int {
+	switch m {
+	case FailoverForce:
+		return 1
+	case FailoverTakeover:
+		return 2
+	}
+	return 0
+}
+
 // MigrationMethod selects how slots are moved.
 type MigrationMethod string
 

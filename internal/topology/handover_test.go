@@ -25,9 +25,16 @@ func TestStoppingPrimaryHandsOver(t *testing.T) {
 		{"a stopping primary hands over to its synced replica",
 			func(ms []Member) { stopping(ms, "n1") },
 			handOver("n4", "n1")},
-		{"every stopping primary in one wave",
+		{"one stopping primary at a time: two elections in one epoch split the votes",
 			func(ms []Member) { stopping(ms, "n1"); stopping(ms, "n3") },
-			handOver("n4", "n1") + "; " + handOver("n6", "n3")},
+			handOver("n4", "n1")},
+		{"the next waits while the first hand-over flips roles",
+			func(ms []Member) {
+				stopping(ms, "n1")
+				stopping(ms, "n3")
+				member(ms, "n4").FailoverRequested = now.Add(-time.Second)
+			},
+			"Wait (" + ReasonFailoverInFlight + ": n4 takes over from n1)"},
 		{"never onto a replica still loading the primary's data",
 			func(ms []Member) { stopping(ms, "n1"); member(ms, "n4").View.SyncDone = false },
 			"Wait (" + ReasonPodStopping + ": n1)"},
@@ -51,6 +58,21 @@ func TestStoppingPrimaryHandsOver(t *testing.T) {
 		{"one request per primary: held while the first one flips roles",
 			func(ms []Member) { stopping(ms, "n1"); member(ms, "n4").FailoverRequested = now.Add(-time.Second) },
 			"Wait (" + ReasonFailoverInFlight + ": n4 takes over from n1)"},
+		{"a hand-over whose primary exited is no longer in flight: its replica takes over at once",
+			func(ms []Member) {
+				stopping(ms, "n1")
+				member(ms, "n1").Pod = Pod{Phase: PodGone, Exited: true}
+				member(ms, "n4").FailoverRequested = now.Add(-time.Second)
+			},
+			"Failover node=n4 mode=force (" + ReasonProcessExited + ": n4 replaces n1)"},
+		{"a forced promotion is not asked twice while it flips roles",
+			func(ms []Member) {
+				stopping(ms, "n1")
+				member(ms, "n1").Pod = Pod{Phase: PodGone, Exited: true}
+				member(ms, "n4").FailoverRequested = now.Add(-time.Second)
+				member(ms, "n4").FailoverRequestedMode = FailoverForce
+			},
+			"Wait (" + ReasonFailoverInFlight + ": n4 replaces n1)"},
 		{"a stopping replica needs nothing from the planner yet",
 			func(ms []Member) { stopping(ms, "n4") },
 			"Wait (" + ReasonPodStopping + ": n4)"},
@@ -129,5 +151,26 @@ func TestReplicaSlotStateIsCleared(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// A drained Kubernetes node held both primaries of a 2-shard cluster: the
+// first hand-over completed, the second primary's process exited before
+// its own did. With one primary left there is no majority to vote, so its
+// replica takes over at once rather than after the hand-over's grace.
+func TestExitedHandOverEscalatesWithoutQuorum(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ms := formed2()
+	stopping(ms, "n2")
+	member(ms, "n2").Pod = Pod{Phase: PodGone, Exited: true}
+	member(ms, "n4").FailoverRequested = now.Add(-2 * time.Second)
+	got := Plan(Input{Shards: 2, ReplicasPerShard: 1, Members: ms, Now: now})
+	want := "Failover node=n4 mode=takeover (" + ReasonTakeover + ": n4 replaces n2)"
+	if got.String() != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	member(ms, "n4").FailoverRequestedMode = FailoverTakeover
+	if got := Plan(Input{Shards: 2, ReplicasPerShard: 1, Members: ms, Now: now}); got.Acts() {
+		t.Fatalf("the takeover is asked again while it flips roles: %s", got)
 	}
 }

@@ -92,11 +92,14 @@ func (w *world) noteFailedMigration(a Action) Action {
 }
 
 // holdRepeatedFailover turns a Failover on a node that was asked to fail over
-// less than FailoverGrace ago into a Wait. Roles flip only after the replica
-// has caught up and won its election, so until then every view still shows
-// the old primary and the step that asked would ask again: one failover per
-// primary means remembering the request (in the API, so a restarted
-// operator remembers it too).
+// less than FailoverGrace ago, in the same or a stronger mode, into a Wait.
+// Roles flip only after the replica has caught up and won its election, so
+// until then every view still shows the old primary and the step that
+// asked would ask again: one failover per primary means remembering the
+// request (in the API, so a restarted operator remembers it too). A
+// stronger mode goes ahead: it is asked for because what the first one
+// needed is gone (a hand-over's primary whose process exited meanwhile
+// can no longer complete it).
 func (w *world) holdRepeatedFailover(a Action) Action {
 	if a.Kind != KindFailover {
 		return a
@@ -105,7 +108,8 @@ func (w *world) holdRepeatedFailover(a Action) Action {
 	if n == nil || n.FailoverRequested.IsZero() || w.in.Now.IsZero() {
 		return a
 	}
-	if age := w.in.Now.Sub(n.FailoverRequested); age >= 0 && age < FailoverGrace {
+	if age := w.in.Now.Sub(n.FailoverRequested); age >= 0 && age < FailoverGrace &&
+		a.Failover.Mode.strength() <= n.FailoverRequestedMode.strength() {
 		return waitOn(a.Tier, CauseFailoverInFlight, ReasonFailoverInFlight, a.Detail)
 	}
 	return a

@@ -7,14 +7,18 @@ import (
 	"time"
 )
 
-// handOvers fails over, in one wave, every slot-holding primary whose pod is
-// stopping, each to its best replica that has finished its sync. The pod's
-// preStop hold keeps the primary serving meanwhile, so the replica catches
-// up (a default CLUSTER FAILOVER pauses the primary's writers until it has)
-// and clients are redirected with no write lost. A primary with no such
-// replica is left to primaries, which waits for its pod to go.
+// handOvers fails over a slot-holding primary whose pod is stopping to its
+// best replica that has finished its sync. The pod's preStop hold keeps the
+// primary serving meanwhile, so the replica catches up (a default CLUSTER
+// FAILOVER pauses the primary's writers until it has) and clients are
+// redirected with no write lost. One primary at a time: each replica
+// starts its election in the next epoch and every primary votes once per
+// epoch, so two hand-overs at once split the votes and one of them never
+// completes (a drained Kubernetes node holding two primaries of a 2-shard
+// cluster loses its second shard's writes until a takeover). Each takes
+// well under a second, so the hold covers several. A primary with no such
+// replica, or whose process already exited, is left to primaries.
 func (w *world) handOvers() ([]Action, bool) {
-	var out []Action
 	for _, id := range w.holders {
 		p := w.byID[id]
 		if p == nil || p.Pod.Phase != PodStopping || w.failFlag[id] {
@@ -23,14 +27,13 @@ func (w *world) handOvers() ([]Action, bool) {
 		reps, _ := w.takeoverCandidates(id, p)
 		for _, r := range reps {
 			if r.View.LinkUp && r.View.SyncDone {
-				out = append(out, Action{Kind: KindFailover, Tier: TierStability, Reason: ReasonHandOver,
+				return []Action{{Kind: KindFailover, Tier: TierStability, Reason: ReasonHandOver,
 					Detail:   fmt.Sprintf("%s takes over from %s", r.Name, p.Name),
-					Failover: &Failover{Node: r.Name, Mode: FailoverDefault}})
-				break
+					Failover: &Failover{Node: r.Name, Mode: FailoverDefault}}}, true
 			}
 		}
 	}
-	return out, len(out) > 0
+	return nil, false
 }
 
 // primaries makes sure every slot-holding primary is healthy. Replacing or

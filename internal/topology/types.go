@@ -122,8 +122,10 @@ type Member struct {
 	// to recognise it in peers' views when it cannot be asked itself.
 	NodeID string
 	// FailoverRequested is when this node was last sent CLUSTER FAILOVER
-	// (zero if never, as recorded on the ValkeyNode).
-	FailoverRequested time.Time
+	// (zero if never, as recorded on the ValkeyNode), and
+	// FailoverRequestedMode with which variant ("" reads as default).
+	FailoverRequested     time.Time
+	FailoverRequestedMode FailoverMode
 	// LeavingSince is when this node was marked Leaving (zero if not, or
 	// not recorded).
 	LeavingSince time.Time

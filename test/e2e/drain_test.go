@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -62,23 +63,11 @@ func drainNodeWithPrimaries(t *testing.T, version string) {
 		t.Fatalf("%d Kubernetes nodes: a drain needs another node to move to", len(nodes.Items))
 	}
 	// The node to drain runs a primary; of those, the one running the most
-	// pods of the cluster, so the drain has the most to do.
-	vc = getCluster(t, key)
-	pods := clusterPods(t, key)
-	perNode := map[string][]string{}
-	for _, p := range pods {
-		perNode[p.Spec.NodeName] = append(perNode[p.Spec.NodeName], p.Name)
-	}
-	var drained string
-	for _, sh := range vc.Status.ShardStatuses {
-		p, ok := pods[sh.Primary]
-		if !ok {
-			t.Fatalf("primary %s of shard %d has no pod", sh.Primary, sh.Index)
-		}
-		if drained == "" || len(perNode[p.Spec.NodeName]) > len(perNode[drained]) {
-			drained = p.Spec.NodeName
-		}
-	}
+	// pods of the cluster, so the drain has the most to do. Where one node
+	// runs a pod of each shard, each of those pods is made its shard's
+	// primary first: the drain then hands over both primaries of the
+	// cluster at once, whose elections compete for the same votes.
+	drained, perNode, pods := primariesTogether(t, key)
 	t.Logf("pods per node %v; draining %s (%d Kubernetes nodes)", perNode, drained, len(nodes.Items))
 
 	c := clusterClient(t, seedOf(key), nil)
@@ -275,4 +264,71 @@ func watchShards(t testing.TB, key client.ObjectKey, shards int32) *shardWatch {
 func (w *shardWatch) stop() {
 	w.once.Do(func() { close(w.done) })
 	w.wg.Wait()
+}
+
+// primariesTogether picks the Kubernetes node to drain and returns it with
+// the cluster's pods per node and by name. A node running a pod of every shard gets
+// all the primaries (a CLUSTER FAILOVER on each of its replicas); else it
+// is the node of a primary running the most pods.
+func primariesTogether(t testing.TB, key client.ObjectKey) (string, map[string][]string, map[string]*corev1.Pod) {
+	t.Helper()
+	vc := getCluster(t, key)
+	pods := clusterPods(t, key)
+	perNode := map[string][]string{}
+	shardsOn := map[string]map[int32]string{}
+	for _, sh := range vc.Status.ShardStatuses {
+		for _, name := range append([]string{sh.Primary}, sh.Replicas...) {
+			p, ok := pods[name]
+			if !ok {
+				t.Fatalf("node %s of shard %d has no pod", name, sh.Index)
+			}
+			perNode[p.Spec.NodeName] = append(perNode[p.Spec.NodeName], name)
+			if shardsOn[p.Spec.NodeName] == nil {
+				shardsOn[p.Spec.NodeName] = map[int32]string{}
+			}
+			shardsOn[p.Spec.NodeName][sh.Index] = name
+		}
+	}
+	var drained string
+	for _, sh := range vc.Status.ShardStatuses {
+		p := pods[sh.Primary]
+		if drained == "" || len(perNode[p.Spec.NodeName]) > len(perNode[drained]) {
+			drained = p.Spec.NodeName
+		}
+	}
+	for node, on := range shardsOn {
+		if len(on) == len(vc.Status.ShardStatuses) {
+			drained = node
+			for _, sh := range vc.Status.ShardStatuses {
+				if name := on[sh.Index]; name != sh.Primary {
+					promote(t, key, pods[name], sh.Index)
+				}
+			}
+			break
+		}
+	}
+	return drained, perNode, pods
+}
+
+// promote makes a replica its shard's primary with a CLUSTER FAILOVER sent
+// to it, as a person would, and waits until status reports it.
+func promote(t testing.TB, key client.ObjectKey, replica *corev1.Pod, shard int32) {
+	t.Helper()
+	c, err := nodeClient(net.JoinHostPort(replica.Status.PodIP, "6379"), "", "")
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", replica.Name, err)
+	}
+	defer c.Close()
+	if err := c.Do(context.Background(), c.B().ClusterFailover().Build()).Error(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER on %s: %v", replica.Name, err)
+	}
+	eventually(t, time.Minute, fmt.Sprintf("%s primary of shard %d", replica.Name, shard), func() error {
+		for _, sh := range getCluster(t, key).Status.ShardStatuses {
+			if sh.Index == shard && sh.Primary != replica.Name {
+				return fmt.Errorf("shard %d's primary is %s", shard, sh.Primary)
+			}
+		}
+		return nil
+	})
+	t.Logf("made %s the primary of shard %d", replica.Name, shard)
 }

@@ -185,7 +185,7 @@ func (r *Reconciler) failover(ctx context.Context, s *clusterScope, m memberNode
 	}
 	// Recorded before it is sent: a crash in between costs one grace
 	// period, never a second failover.
-	if err := r.recordFailover(ctx, s.o.nodes[f.Node], time.Now()); err != nil {
+	if err := r.recordFailover(ctx, s.o.nodes[f.Node], time.Now(), f.Mode); err != nil {
 		return err
 	}
 	return m.on(ctx, f.Node, func(n *valkey.Node) error { return n.ClusterFailover(ctx, mode) })
@@ -265,8 +265,8 @@ func (r *Reconciler) setLifecycle(ctx context.Context, n *valkeyv1.ValkeyNode, l
 	return nil
 }
 
-// recordFailover stamps the failover request time on the node.
-func (r *Reconciler) recordFailover(ctx context.Context, n *valkeyv1.ValkeyNode, at time.Time) error {
+// recordFailover stamps the failover request's time and mode on the node.
+func (r *Reconciler) recordFailover(ctx context.Context, n *valkeyv1.ValkeyNode, at time.Time, mode topology.FailoverMode) error {
 	if n == nil {
 		return nil
 	}
@@ -275,6 +275,7 @@ func (r *Reconciler) recordFailover(ctx context.Context, n *valkeyv1.ValkeyNode,
 		n.Annotations = map[string]string{}
 	}
 	n.Annotations[valkeyv1.AnnotationFailoverRequested] = at.UTC().Format(time.RFC3339Nano)
+	n.Annotations[valkeyv1.AnnotationFailoverRequestedMode] = string(mode)
 	if err := r.Patch(ctx, n, patch); err != nil {
 		return fmt.Errorf("recording the failover request on node %s: %w", n.Name, err)
 	}

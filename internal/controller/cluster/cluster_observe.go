@@ -185,8 +185,9 @@ func (r *Reconciler) buildMembers(ctx context.Context, key types.NamespacedName,
 			PodCreated: meta.IsStatusConditionTrue(n.Status.Conditions, valkeyv1.CondPodCreated),
 			ComesBack:  meta.IsStatusConditionTrue(n.Status.Conditions, valkeyv1.CondPodCreated) && node.ComesBack(n),
 
-			FailoverRequested: annotatedTime(n, valkeyv1.AnnotationFailoverRequested),
-			LeavingSince:      annotatedTime(n, valkeyv1.AnnotationLeavingSince),
+			FailoverRequested:     annotatedTime(n, valkeyv1.AnnotationFailoverRequested),
+			FailoverRequestedMode: topology.FailoverMode(n.Annotations[valkeyv1.AnnotationFailoverRequestedMode]),
+			LeavingSince:          annotatedTime(n, valkeyv1.AnnotationLeavingSince),
 		}
 		o.members[i] = m
 		if m.Pod.Phase != topology.PodRunning {

@@ -97,9 +97,16 @@ func wordingScenarios(now time.Time) []wordingScenario {
 		{name: "a primary whose process exited", nodes: twoByOne(), change: exited, in: steady, lead: "Failover/None"},
 		{name: "a failover asked for a second ago", nodes: twoByOne(),
 			change: func(ms []topology.Member) []topology.Member {
-				return withMember(exited(ms), "c", func(m *topology.Member) { m.FailoverRequested = now.Add(-time.Second) })
+				return withMember(exited(ms), "c", func(m *topology.Member) {
+					m.FailoverRequested, m.FailoverRequestedMode = now.Add(-time.Second), topology.FailoverTakeover
+				})
 			},
 			in: steady, lead: "Wait/FailoverInFlight"},
+		{name: "a hand-over whose primary exited meanwhile", nodes: twoByOne(),
+			change: func(ms []topology.Member) []topology.Member {
+				return withMember(exited(ms), "c", func(m *topology.Member) { m.FailoverRequested = now.Add(-time.Second) })
+			},
+			in: steady, lead: "Failover/None"},
 		{name: "a primary lost with no replica", nodes: twoByZero,
 			change: func(ms []topology.Member) []topology.Member { return lose(ms, "b", true) },
 			in:     topology.Input{Shards: 2, Now: now}, lead: "Forget/None", loses: 1},
