@@ -77,15 +77,12 @@ func blocked(t *testing.T, obj client.Object, conds func() []metav1.Condition, w
 		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
-		if obj.GetDeletionTimestamp().IsZero() {
-			return fmt.Errorf("not deleted")
-		}
 		c := meta.FindStatusCondition(conds(), valkeyv1.CondDeletionBlocked)
-		if c == nil {
-			return fmt.Errorf("no %s condition", valkeyv1.CondDeletionBlocked)
-		}
-		if c.Status != metav1.ConditionTrue || c.Reason != valkeyv1.ReasonInUse || !strings.HasPrefix(c.Message, want) {
-			return fmt.Errorf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+		switch {
+		case obj.GetDeletionTimestamp().IsZero():
+			return fmt.Errorf("not deleted")
+		case c == nil || c.Status != metav1.ConditionTrue || c.Reason != valkeyv1.ReasonInUse || !strings.HasPrefix(c.Message, want):
+			return fmt.Errorf("%s is %+v", valkeyv1.CondDeletionBlocked, c)
 		}
 		return nil
 	})
@@ -95,13 +92,9 @@ func blocked(t *testing.T, obj client.Object, conds func() []metav1.Condition, w
 func menuGone(t *testing.T, obj client.Object, name string) {
 	t.Helper()
 	eventually(t, 30*time.Second, name+" gone", func() error {
-		err := k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, obj)
-		if apierrors.IsNotFound(err) {
-			return nil
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, obj); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (finalizers %v, get: %v)", obj.GetFinalizers(), err)
 		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("still there, finalizers %v", obj.GetFinalizers())
+		return nil
 	})
 }
