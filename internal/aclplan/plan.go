@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -59,7 +60,7 @@ type Selector struct {
 func parseLine(line string) (string, User, error) {
 	fields := strings.Fields(line)
 	if len(fields) < 2 || fields[0] != "user" {
-		return "", User{}, fmt.Errorf("not a user line: %q", truncate(line, 80))
+		return "", User{}, fmt.Errorf("not a user line: %q", textutil.Truncate(line, 80))
 	}
 	name := fields[1]
 	u := User{Root: newSelector()}
@@ -311,7 +312,7 @@ func PerUser(file string, got map[string]User) (set []SetUser, del []string, err
 func ruleArgs(line string) ([]string, error) {
 	fields := strings.Fields(line)
 	if len(fields) < 2 || fields[0] != "user" {
-		return nil, fmt.Errorf("not a user line: %q", truncate(line, 80))
+		return nil, fmt.Errorf("not a user line: %q", textutil.Truncate(line, 80))
 	}
 	var args []string
 	for i := 2; i < len(fields); i++ {
@@ -432,7 +433,7 @@ func Summarize(in Input) Report {
 	case len(rep.Rejected) > 0:
 		var parts []string
 		for _, n := range rep.Rejected {
-			parts = append(parts, fmt.Sprintf("node %s: %s", n.Name, truncate(n.Rejected.Error(), 300)))
+			parts = append(parts, fmt.Sprintf("node %s: %s", n.Name, textutil.Truncate(n.Rejected.Error(), 300)))
 		}
 		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonACLRejected
 		rep.Message = fmt.Sprintf("%d of %d nodes rejected the ACL file in Secret %q and keep their previous ACL rules: %s",
@@ -442,12 +443,12 @@ func Summarize(in Input) Report {
 		rep.Message = fmt.Sprintf("%d of %d nodes %v are replicas running Valkey %s, which crashes on ACL LOAD (fixed in %s), "+
 			"and refused the rules one user at a time (%s): they keep their previous ACL rules until upgraded or replaced, "+
 			"and do not run the ACL file in Secret %q",
-			len(unsafe), total, unsafe, unsafeVersion, valkey.ACLLoadFixedVersion(), truncate(fmt.Sprint(unsafeErr), 300), in.Secret)
+			len(unsafe), total, unsafe, unsafeVersion, valkey.ACLLoadFixedVersion(), textutil.Truncate(fmt.Sprint(unsafeErr), 300), in.Secret)
 		return rep
 	case len(unreachable) > 0:
 		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonUnreachable
 		rep.Message = fmt.Sprintf("cannot reach %d of %d nodes %v to load the ACL file in Secret %q: %s",
-			len(unreachable), total, unreachable, in.Secret, truncate(firstUnreachable.Error(), 300))
+			len(unreachable), total, unreachable, in.Secret, textutil.Truncate(firstUnreachable.Error(), 300))
 	case len(pending) > 0:
 		rep.Status, rep.Reason = metav1.ConditionFalse, valkeyv1.ReasonACLPending
 		rep.Message = fmt.Sprintf("%d of %d nodes %v do not run the ACL file in Secret %q yet (%s); their mounted file has not been updated",
@@ -467,12 +468,4 @@ func Summarize(in Input) Report {
 		rep.Requeue = min(rep.Requeue, in.Tick)
 	}
 	return rep
-}
-
-// truncate keeps a node's error short enough for a condition message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

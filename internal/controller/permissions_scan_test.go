@@ -162,12 +162,14 @@ func mergedInfo(pkgs []*packages.Package) *types.Info {
 		Defs:       map[*ast.Ident]types.Object{},
 		Uses:       map[*ast.Ident]types.Object{},
 		Selections: map[*ast.SelectorExpr]*types.Selection{},
+		Instances:  map[*ast.Ident]types.Instance{},
 	}
 	for _, p := range pkgs {
 		maps.Copy(out.Types, p.TypesInfo.Types)
 		maps.Copy(out.Defs, p.TypesInfo.Defs)
 		maps.Copy(out.Uses, p.TypesInfo.Uses)
 		maps.Copy(out.Selections, p.TypesInfo.Selections)
+		maps.Copy(out.Instances, p.TypesInfo.Instances)
 	}
 	return out
 }
@@ -322,6 +324,11 @@ func (s *scanner) objectTypes(e ast.Expr, depth int) []types.Type {
 	if t != nil && !types.IsInterface(t) {
 		return []types.Type{t}
 	}
+	if tp, isParam := t.(*types.TypeParam); isParam {
+		if args := s.typeArgs(tp, 0); len(args) > 0 {
+			return args
+		}
+	}
 	from, ok := s.flowsInto(e)
 	if !ok || depth > 8 {
 		s.fail(e, "cannot tell the type of object %s", types.ExprString(e))
@@ -332,6 +339,53 @@ func (s *scanner) objectTypes(e ast.Expr, depth int) []types.Type {
 		out = append(out, s.objectTypes(f, depth+1)...)
 	}
 	return out
+}
+
+// typeArgs are the concrete types type parameter tp is instantiated with,
+// following a generic function that passes its own type parameters on.
+func (s *scanner) typeArgs(tp *types.TypeParam, depth int) []types.Type {
+	var out []types.Type
+	for id, inst := range s.info.Instances {
+		i := typeParamIndex(s.info.Uses[id], tp)
+		if i < 0 || i >= inst.TypeArgs.Len() || inst.TypeArgs.At(i) == tp {
+			continue
+		}
+		arg := inst.TypeArgs.At(i)
+		if argParam, isParam := arg.(*types.TypeParam); isParam {
+			if depth < 8 {
+				out = append(out, s.typeArgs(argParam, depth+1)...)
+			}
+			continue
+		}
+		out = append(out, arg)
+	}
+	return out
+}
+
+// typeParamIndex is tp's position among the type parameters of generic
+// function or type obj, a method's receiver type parameters counting as
+// its type's; -1 when tp is not one of them.
+func typeParamIndex(obj types.Object, tp *types.TypeParam) int {
+	var lists []*types.TypeParamList
+	switch o := obj.(type) {
+	case *types.Func:
+		lists = append(lists, o.Type().(*types.Signature).TypeParams())
+	case *types.TypeName:
+		if named, isNamed := o.Type().(*types.Named); isNamed {
+			lists = append(lists, named.TypeParams())
+			for m := range named.Methods() {
+				lists = append(lists, m.Type().(*types.Signature).RecvTypeParams())
+			}
+		}
+	}
+	for _, l := range lists {
+		for i := range l.Len() {
+			if l.At(i) == tp {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // readsCache tells, for each client value a reader expression may hold,

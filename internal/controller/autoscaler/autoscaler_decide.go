@@ -17,6 +17,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/autoscale"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 )
 
 // evaluate decides for a cluster with spec.autoscaling, and clears what an
@@ -195,7 +196,7 @@ func converged(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) (since 
 	case p == nil:
 		return time.Time{}, "no Progressing condition yet"
 	case p.Status != metav1.ConditionFalse:
-		return time.Time{}, fmt.Sprintf("Progressing is %s, %s: %s", p.Status, p.Reason, clusterstatus.Truncate(p.Message, 200))
+		return time.Time{}, fmt.Sprintf("Progressing is %s, %s: %s", p.Status, p.Reason, textutil.Truncate(p.Message, 200))
 	case p.ObservedGeneration != vc.Generation:
 		return time.Time{}, fmt.Sprintf("generation %d not yet observed (Progressing is for %d)", vc.Generation, p.ObservedGeneration)
 	}

@@ -3,6 +3,7 @@ package protection
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,34 +101,24 @@ func (p *protection) menuUse(ctx context.Context) (resolve.MenuUse, error) {
 	return use, nil
 }
 
-type imageProtection struct{ *protection }
-
-func (r imageProtection) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var img valkeyv1.ValkeyImage
-	if err := r.Get(ctx, req.NamespacedName, &img); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{}, r.hold(ctx, &img, &img.Status.Conditions, "ValkeyImage", resolve.MenuUse.ImageUsers)
+// kindProtection is the reconciler of one menu kind, T: it reads the
+// object and holds or releases its deletion.
+type kindProtection[T any, PT interface {
+	*T
+	client.Object
+}] struct {
+	*protection
+	kind       string
+	conditions func(PT) *[]metav1.Condition
+	users      func(resolve.MenuUse, string) resolve.Dependents
 }
 
-type configProtection struct{ *protection }
-
-func (r configProtection) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var cfg valkeyv1.ValkeyConfig
-	if err := r.Get(ctx, req.NamespacedName, &cfg); err != nil {
+func (r kindProtection[T, PT]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := PT(new(T))
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, r.hold(ctx, &cfg, &cfg.Status.Conditions, "ValkeyConfig", resolve.MenuUse.ConfigUsers)
-}
-
-type roleProtection struct{ *protection }
-
-func (r roleProtection) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var role valkeyv1.ValkeyRole
-	if err := r.Get(ctx, req.NamespacedName, &role); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{}, r.hold(ctx, &role, &role.Status.Conditions, "ValkeyRole", resolve.MenuUse.RoleUsers)
+	return ctrl.Result{}, r.hold(ctx, obj, r.conditions(obj), r.kind, r.users)
 }
 
 // Setup registers one controller per menu kind. Each is
@@ -135,62 +126,58 @@ func (r roleProtection) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // cluster change, since that may be the last use going.
 func Setup(mgr ctrl.Manager, opts options.Options) error {
 	p := &protection{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
-	c := mgr.GetClient()
-	deletedImages := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list valkeyv1.ValkeyImageList
-		if err := c.List(ctx, &list); err != nil {
-			return nil
+	for _, setup := range []func(ctrl.Manager, *protection) error{
+		protect("ValkeyImage", resolve.MenuUse.ImageUsers,
+			func(o *valkeyv1.ValkeyImage) *[]metav1.Condition { return &o.Status.Conditions },
+			func(l *valkeyv1.ValkeyImageList) []valkeyv1.ValkeyImage { return l.Items }),
+		protect("ValkeyConfig", resolve.MenuUse.ConfigUsers,
+			func(o *valkeyv1.ValkeyConfig) *[]metav1.Condition { return &o.Status.Conditions },
+			func(l *valkeyv1.ValkeyConfigList) []valkeyv1.ValkeyConfig { return l.Items }),
+		protect("ValkeyRole", resolve.MenuUse.RoleUsers,
+			func(o *valkeyv1.ValkeyRole) *[]metav1.Condition { return &o.Status.Conditions },
+			func(l *valkeyv1.ValkeyRoleList) []valkeyv1.ValkeyRole { return l.Items }),
+	} {
+		if err := setup(mgr, p); err != nil {
+			return err
 		}
-		var out []reconcile.Request
-		for i := range list.Items {
-			out = appendDeleted(out, &list.Items[i])
-		}
-		return out
-	})
-	deletedConfigs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list valkeyv1.ValkeyConfigList
-		if err := c.List(ctx, &list); err != nil {
-			return nil
-		}
-		var out []reconcile.Request
-		for i := range list.Items {
-			out = appendDeleted(out, &list.Items[i])
-		}
-		return out
-	})
-	deletedRoles := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list valkeyv1.ValkeyRoleList
-		if err := c.List(ctx, &list); err != nil {
-			return nil
-		}
-		var out []reconcile.Request
-		for i := range list.Items {
-			out = appendDeleted(out, &list.Items[i])
-		}
-		return out
-	})
-	if err := ctrl.NewControllerManagedBy(mgr).Named("valkeyimage-protection").
-		For(&valkeyv1.ValkeyImage{}).
-		Watches(&valkeyv1.ValkeyConfig{}, deletedImages).
-		Watches(&valkeyv1.ValkeyCluster{}, deletedImages).
-		Complete(imageProtection{p}); err != nil {
-		return fmt.Errorf("setting up ValkeyImage deletion protection: %w", err)
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("valkeyconfig-protection").
-		For(&valkeyv1.ValkeyConfig{}).
-		Watches(&valkeyv1.ValkeyConfig{}, deletedConfigs).
-		Watches(&valkeyv1.ValkeyCluster{}, deletedConfigs).
-		Complete(configProtection{p}); err != nil {
-		return fmt.Errorf("setting up ValkeyConfig deletion protection: %w", err)
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("valkeyrole-protection").
-		For(&valkeyv1.ValkeyRole{}).
-		Watches(&valkeyv1.ValkeyConfig{}, deletedRoles).
-		Watches(&valkeyv1.ValkeyCluster{}, deletedRoles).
-		Complete(roleProtection{p}); err != nil {
-		return fmt.Errorf("setting up ValkeyRole deletion protection: %w", err)
 	}
 	return nil
+}
+
+// protect is the setup of kind's controller: T is the kind's object, L its
+// list; conditions and items reach into them, which the API types offer no
+// common way to do.
+func protect[T, L any, PT interface {
+	*T
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}](kind string, users func(resolve.MenuUse, string) resolve.Dependents,
+	conditions func(PT) *[]metav1.Condition, items func(PL) []T) func(ctrl.Manager, *protection) error {
+	return func(mgr ctrl.Manager, p *protection) error {
+		c := mgr.GetClient()
+		deleted := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			list := PL(new(L))
+			if err := c.List(ctx, list); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			all := items(list)
+			for i := range all {
+				out = appendDeleted(out, PT(&all[i]))
+			}
+			return out
+		})
+		if err := ctrl.NewControllerManagedBy(mgr).Named(strings.ToLower(kind)+"-protection").
+			For(PT(new(T))).
+			Watches(&valkeyv1.ValkeyConfig{}, deleted).
+			Watches(&valkeyv1.ValkeyCluster{}, deleted).
+			Complete(kindProtection[T, PT]{protection: p, kind: kind, conditions: conditions, users: users}); err != nil {
+			return fmt.Errorf("setting up %s deletion protection: %w", kind, err)
+		}
+		return nil
+	}
 }
 
 // appendDeleted adds obj's request when its deletion is held by the

@@ -21,12 +21,12 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/aclplan"
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -164,7 +164,7 @@ func (r *ACLReloader) warn(vc *valkeyv1.ValkeyCluster, pods []*corev1.Pod, secre
 			// The pod as related object keeps one node's Event from being
 			// folded into another's series.
 			r.Recorder.Eventf(vc, byName[n.Name], corev1.EventTypeWarning, valkeyv1.ReasonACLRejected, "LoadACL",
-				"node %s rejected the ACL file in Secret %q and keeps its previous ACL rules: %s", n.Name, secretName, clusterstatus.Truncate(n.Rejected.Error(), 800))
+				"node %s rejected the ACL file in Secret %q and keeps its previous ACL rules: %s", n.Name, secretName, textutil.Truncate(n.Rejected.Error(), 800))
 		}
 	}
 	if rep.Reason == valkeyv1.ReasonACLLoadUnsafe {

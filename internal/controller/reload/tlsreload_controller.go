@@ -16,11 +16,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/tlsreload"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/valkey"
@@ -309,7 +309,7 @@ func (r *TLSReloader) announce(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 		for _, o := range outcomes {
 			if o.ReloadErr != nil {
 				r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonReloadFailed, "ReloadTLS",
-					"reloading the certificate on node %s failed: %s", o.Name, clusterstatus.Truncate(o.ReloadErr.Error(), 800))
+					"reloading the certificate on node %s failed: %s", o.Name, textutil.Truncate(o.ReloadErr.Error(), 800))
 			}
 		}
 	}
