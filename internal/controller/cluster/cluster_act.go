@@ -16,6 +16,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -32,10 +33,10 @@ func (r *Reconciler) act(ctx context.Context, s *clusterScope, a topology.Action
 	}
 	vc, o := s.vc, s.o
 	if loss, ok := lostShard(o, a); ok {
-		r.Recorder.Eventf(vc, o.lostNode(loss), corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(a.Kind), "%s", clusterstatus.Truncate(loss.message(time.Now()), 1000))
+		r.Recorder.Eventf(vc, o.lostNode(loss), corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(a.Kind), "%s", textutil.Truncate(loss.message(time.Now()), 1000))
 		return r.lossReported(ctx, o.nodes[loss.node])
 	}
-	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", clusterstatus.Truncate(describe(a), 1000))
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", textutil.Truncate(describe(a), 1000))
 	return nil
 }
 

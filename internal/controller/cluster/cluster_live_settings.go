@@ -17,6 +17,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -98,7 +99,7 @@ func (r *Reconciler) applyLiveSettings(ctx context.Context, s *clusterScope) err
 	slices.Sort(refused)
 	if len(refused) > 0 {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonSettingsRefused, "ApplyLiveSettings",
-			"%s; replaced with the new settings instead", clusterstatus.Truncate(strings.Join(refused, "; "), 2000))
+			"%s; replaced with the new settings instead", textutil.Truncate(strings.Join(refused, "; "), 2000))
 	}
 	s.found.drift = r.reportLiveSettings(vc, plan, applied, revert)
 	s.live = liveOutcome{applying: stillPending, acted: len(refused) > 0 || slices.ContainsFunc(plan.steps, func(st liveNodeStep) bool { return len(st.set) > 0 })}
@@ -298,14 +299,14 @@ func (r *Reconciler) reportLiveSettings(vc *valkeyv1.ValkeyCluster, plan livePla
 		if !revert {
 			action = fmt.Sprintf("left as they are (annotation %s=%s)", valkeyv1.AnnotationConfigDrift, valkeyv1.ConfigDriftReport)
 		}
-		msg := clusterstatus.Truncate(fmt.Sprintf("nodes run live settings other than rendered: %s; %s", strings.Join(drifted, "; "), action), 2000)
+		msg := textutil.Truncate(fmt.Sprintf("nodes run live settings other than rendered: %s; %s", strings.Join(drifted, "; "), action), 2000)
 		if !clusterstatus.IsConditionMessage(vc, valkeyv1.CondConfigDrift, msg) {
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonSettingsDrifted, "CheckSettings", "%s", msg)
 		}
 		return &cond{metav1.ConditionTrue, valkeyv1.ReasonSettingsDrifted, msg}
 	case len(plan.unread) > 0:
 		return &cond{metav1.ConditionUnknown, valkeyv1.ReasonSettingsUnread,
-			clusterstatus.Truncate("could not read the live settings of "+strings.Join(plan.unread, ", "), 2000)}
+			textutil.Truncate("could not read the live settings of "+strings.Join(plan.unread, ", "), 2000)}
 	}
 	return &cond{metav1.ConditionFalse, valkeyv1.ReasonSettingsInSync, "every running node runs the rendered live settings"}
 }

@@ -10,6 +10,7 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -74,5 +75,5 @@ func (r *Reconciler) noteStateChange(ctx context.Context, from valkeyv1.ClusterS
 		eventType = corev1.EventTypeWarning
 	}
 	clusterstatus.LogFrom(ctx).Info("state changed", "from", from, "to", to, "why", why)
-	r.Recorder.Eventf(vc, nil, eventType, valkeyv1.ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, clusterstatus.Truncate(why, 900))
+	r.Recorder.Eventf(vc, nil, eventType, valkeyv1.ReasonStateChanged, "UpdateState", "%s -> %s: %s", from, to, textutil.Truncate(why, 900))
 }

@@ -13,6 +13,7 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
 
@@ -115,7 +116,7 @@ func (r *Reconciler) actWave(ctx context.Context, s *clusterScope, wave topology
 			failed = append(failed, fmt.Errorf("%s: %w", a.String(), err))
 			continue
 		}
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonActionFailed, string(a.Kind), "%s", clusterstatus.Truncate(err.Error(), 1000))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonActionFailed, string(a.Kind), "%s", textutil.Truncate(err.Error(), 1000))
 		if len(failed) == 0 {
 			firstKind = a.Kind
 		}
@@ -128,7 +129,7 @@ func (r *Reconciler) actWave(ctx context.Context, s *clusterScope, wave topology
 		return errors.Join(failed...)
 	}
 	msg := fmt.Sprintf("%d of %d actions failed; %s failed: %v", len(failed), len(wave.Actions), firstKind, failed[0])
-	s.found.wave.actionFailed = clusterstatus.Truncate(msg, 2000)
+	s.found.wave.actionFailed = textutil.Truncate(msg, 2000)
 	return errors.Join(failed...)
 }
 

@@ -11,6 +11,7 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 )
 
 // waitingFailures are the kubelet's waiting reasons that will not clear by
@@ -96,13 +97,13 @@ func containersCondition(failures []containerFailure, held string) cond {
 	if held != "" {
 		msg += "; " + held
 	}
-	return cond{metav1.ConditionFalse, first.reason, clusterstatus.Truncate(msg, 2000)}
+	return cond{metav1.ConditionFalse, first.reason, textutil.Truncate(msg, 2000)}
 }
 
 // announceContainerFailures sends a Warning Event with the first
 // failure's reason whenever ContainersHealthy's message changes.
 func (r *Reconciler) announceContainerFailures(vc *valkeyv1.ValkeyCluster, failures []containerFailure, c cond) {
 	if len(failures) > 0 && !clusterstatus.IsConditionMessage(vc, valkeyv1.CondContainersHealthy, c.message) {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, failures[0].reason, "ObservePod", "%s", clusterstatus.Truncate(failures[0].message, 1000))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, failures[0].reason, "ObservePod", "%s", textutil.Truncate(failures[0].message, 1000))
 	}
 }

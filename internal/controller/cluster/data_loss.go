@@ -14,6 +14,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -209,6 +210,6 @@ func (r *Reconciler) deleteDeadNode(ctx context.Context, vc *valkeyv1.ValkeyClus
 	}
 	msg := loss.message(time.Now())
 	clusterstatus.LogFrom(ctx).Info("deleted a dead primary whose keys nobody holds", "node", name, "shard", loss.shard)
-	r.Recorder.Eventf(vc, n, corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(topology.KindDeleteNode), "%s", clusterstatus.Truncate(msg, 1000))
+	r.Recorder.Eventf(vc, n, corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(topology.KindDeleteNode), "%s", textutil.Truncate(msg, 1000))
 	return r.recordDataLoss(ctx, vc, msg)
 }

@@ -9,6 +9,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
 )
@@ -119,7 +120,7 @@ func (b *statusBuilder) reported(r reportFinding) {
 	if r.lead.Done() && len(r.liveApplying) > 0 {
 		// The topology is done, but nodes have yet to take a live edit.
 		b.set(valkeyv1.CondProgressing, cond{metav1.ConditionTrue, valkeyv1.ReasonApplyingSettings,
-			clusterstatus.Truncate("applying live settings without a restart; not yet taken by "+strings.Join(r.liveApplying, "; "), 2000)})
+			textutil.Truncate("applying live settings without a restart; not yet taken by "+strings.Join(r.liveApplying, "; "), 2000)})
 	}
 	if r.restorePending {
 		b.restoreGate(r.lead)

@@ -9,7 +9,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/textutil"
 )
 
 // LogFrom is the reconcile's logger, carried in its context.
@@ -40,7 +39,3 @@ func IsConditionMessage(vc *valkeyv1.ValkeyCluster, typ, msg string) bool {
 	}
 	return false
 }
-
-// Truncate is textutil.Truncate, kept for the cluster controller's callers
-// until they name textutil themselves.
-func Truncate(s string, n int) string { return textutil.Truncate(s, n) }
