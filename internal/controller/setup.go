@@ -78,6 +78,10 @@ func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error 
 		return fmt.Errorf("indexing clusters by TLS Secret: %w", err)
 	}
 
+	if err := watch.IndexInstances(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+
 	// The visits every pass makes (the cluster controller's look, the
 	// reloaders', the autoscaler's samples) keep their connections for the
 	// next pass; backups and restores, which stream, dial their own.

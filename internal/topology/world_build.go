@@ -80,24 +80,22 @@ func (w *world) assignOwners(live []*node) {
 	}
 }
 
-// groupOwned turns the per-slot owners into each holder's ranges.
+// groupOwned turns the per-slot owners into each holder's ranges. It
+// walks runs of one owner, not slots: every reconcile of every cluster
+// plans, and a map lookup per slot was most of what planning cost.
 func (w *world) groupOwned() {
-	seen := map[string]bool{}
-	for s, id := range w.owner {
-		if id == "" {
-			continue
+	for s := 0; s < len(w.owner); {
+		id, end := w.owner[s], s
+		for end+1 < len(w.owner) && w.owner[end+1] == id {
+			end++
 		}
-		if !seen[id] {
-			seen[id] = true
-			w.holders = append(w.holders, id)
+		if id != "" {
+			if _, seen := w.ownedBy[id]; !seen {
+				w.holders = append(w.holders, id)
+			}
+			w.ownedBy[id] = append(w.ownedBy[id], SlotRange{Start: s, End: end})
 		}
-		rs := w.ownedBy[id]
-		if k := len(rs); k > 0 && rs[k-1].End == s-1 {
-			rs[k-1].End = s
-		} else {
-			rs = append(rs, SlotRange{Start: s, End: s})
-		}
-		w.ownedBy[id] = rs
+		s = end + 1
 	}
 	slices.Sort(w.holders)
 }

@@ -10,6 +10,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 )
 
 func (r *autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -29,7 +30,7 @@ func (r *autoscaler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	interval := r.interval()
 
 	var list valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
+	if err := r.List(ctx, &list, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	nodes := make([]*valkeyv1.ValkeyNode, len(list.Items))

@@ -15,6 +15,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	"github.com/gomomento/valkey-operator/internal/valkey"
@@ -182,7 +183,7 @@ func (r *restoreReconciler) setOurs(key client.ObjectKey, ours bool) {
 // anyNode is one of the cluster's ValkeyNodes: a loader runs what they run.
 func anyNode(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster) (*valkeyv1.ValkeyNode, error) {
 	var nodes valkeyv1.ValkeyNodeList
-	if err := c.List(ctx, &nodes, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
+	if err := c.List(ctx, &nodes, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return nil, fmt.Errorf("listing ValkeyNodes: %w", err)
 	}
 	for i := range nodes.Items {

@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 )
 
 // finalize deletes the cluster's nodes and waits for them to go; the other
@@ -20,7 +21,7 @@ func (r *Reconciler) finalize(ctx context.Context, vc *valkeyv1.ValkeyCluster) (
 		return ctrlrt.Result{}, nil
 	}
 	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
+	if err := r.List(ctx, &nodes, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return ctrlrt.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	for i := range nodes.Items {

@@ -17,6 +17,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 )
@@ -199,7 +200,7 @@ func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, rc render.Cluster,
 // for its pods, and removes those of shards that are gone.
 func (r *Reconciler) ensurePDBs(ctx context.Context, rc render.Cluster, pods map[int32]int) error {
 	var list policyv1.PodDisruptionBudgetList
-	if err := r.List(ctx, &list, client.InNamespace(rc.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: rc.Cluster.Name}); err != nil {
+	if err := r.List(ctx, &list, watch.OfCluster(rc.Cluster.Namespace, rc.Cluster.Name)...); err != nil {
 		return fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
 	have := map[string]*policyv1.PodDisruptionBudget{}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
@@ -75,7 +74,7 @@ func TestEnsurePDBs(t *testing.T) {
 	old.Spec.MinAvailable, old.Spec.MaxUnavailable = nil, &one
 	resized := rc.PodDisruptionBudget(1, 2)
 	gone := rc.PodDisruptionBudget(7, 2)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(old, resized, gone).Build()
+	c := fakeCache(scheme).WithObjects(old, resized, gone).Build()
 	r := &Reconciler{Client: c}
 
 	if err := r.ensurePDBs(ctx, rc, map[int32]int{0: 2, 1: 3, 2: 1}); err != nil {
@@ -136,7 +135,7 @@ func TestEnsurePasswords(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b := fake.NewClientBuilder().WithScheme(scheme)
+			b := fakeCache(scheme)
 			if tt.existing != nil {
 				b = b.WithObjects(tt.existing.DeepCopy())
 			}

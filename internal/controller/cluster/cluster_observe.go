@@ -18,6 +18,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
 	"github.com/gomomento/valkey-operator/internal/controller/node"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/resolve"
 	"github.com/gomomento/valkey-operator/internal/topology"
@@ -103,13 +104,12 @@ func nodeSpecs(rc render.Cluster, res *resolve.Result) func(shard int32) (valkey
 
 // listMembers reads the cluster's ValkeyNodes and pods.
 func (r *Reconciler) listMembers(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*observed, error) {
-	sel := client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}
 	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes, client.InNamespace(vc.Namespace), sel); err != nil {
+	if err := r.List(ctx, &nodes, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return nil, fmt.Errorf("listing ValkeyNodes: %w", err)
 	}
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(vc.Namespace), sel); err != nil {
+	if err := r.List(ctx, &pods, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	o := &observed{

@@ -82,7 +82,7 @@ func TestReadStorage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objects...).Build()
-			cache := fake.NewClientBuilder().WithScheme(scheme).Build()
+			cache := fakeCache(scheme).Build()
 			r := &Reconciler{Client: cache, APIReader: api}
 			o := &observed{nodes: map[string]*valkeyv1.ValkeyNode{"n1": tt.node},
 				members: []topology.Member{{Name: "n1", Pod: topology.Pod{Phase: tt.phase}}}}

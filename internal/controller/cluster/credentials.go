@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/finalizer"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -60,7 +61,7 @@ func (r *Reconciler) ensurePasswords(ctx context.Context, rc render.Cluster) (re
 		return p, err
 	}
 	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes, client.InNamespace(rc.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: rc.Cluster.Name}); err != nil {
+	if err := r.List(ctx, &nodes, watch.OfCluster(rc.Cluster.Namespace, rc.Cluster.Name)...); err != nil {
 		return render.Passwords{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	if len(nodes.Items) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -72,7 +73,7 @@ func (r *Reconciler) sizeVolumes(ctx context.Context, s *clusterScope) error {
 // each with its claim as the cache holds it.
 func (r *Reconciler) nodeVolumes(ctx context.Context, vc *valkeyv1.ValkeyCluster, o *observed) ([]render.NodeVolume, error) {
 	var claims corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &claims, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
+	if err := r.List(ctx, &claims, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return nil, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
 	}
 	byName := map[string]*corev1.PersistentVolumeClaim{}

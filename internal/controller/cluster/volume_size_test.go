@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/apischeme"
@@ -70,7 +69,7 @@ func TestVolumeSizeActs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := nodeNamed("c-a"), nodeNamed("c-b")
 			class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "x", AllowVolumeExpansion: ptr.To(tt.expand)}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, b, claim("c-a", true), claim("c-b", false), class).Build()
+			c := fakeCache(scheme).WithObjects(a, b, claim("c-a", true), claim("c-b", false), class).Build()
 			r := &Reconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10)}
 			s := &clusterScope{vc: &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}},
 				o: &observed{nodes: map[string]*valkeyv1.ValkeyNode{"c-a": a, "c-b": b}}, desired: desired}

@@ -3,6 +3,7 @@ package metering
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/finalizer"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/metering"
 )
 
@@ -179,7 +181,7 @@ func (r *meteringReconciler) meteredCluster(ctx context.Context, rec *valkeyv1.V
 // provisioned sums the figure of every node of the cluster.
 func (r *meteringReconciler) provisioned(ctx context.Context, vc *valkeyv1.ValkeyCluster) (int64, int32, map[valkeyv1.MeteringSource]int32, error) {
 	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: vc.Name}); err != nil {
+	if err := r.List(ctx, &nodes, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return 0, 0, nil, fmt.Errorf("listing nodes of %s/%s: %w", vc.Namespace, vc.Name, err)
 	}
 	var total int64
@@ -225,7 +227,15 @@ func Setup(mgr ctrlrt.Manager, opts options.Options) error {
 		return []reconcile.Request{r.recordRequest(vc)}
 	})
 	if err := ctrlrt.NewControllerManagedBy(mgr).
-		For(&valkeyv1.ValkeyMeteringRecord{}).
+		// A record's own status write would wake it once more per sample
+		// for nothing: it comes back when its requeue says, or when its
+		// spec, finalizers or deletion change.
+		For(&valkeyv1.ValkeyMeteringRecord{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+					!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+			},
+		}))).
 		Watches(&valkeyv1.ValkeyCluster{}, byCluster, builder.WithPredicates(predicate.Funcs{
 			// Spec and status edits change nothing the meter reads between
 			// samples; creation and deletion start and stop it.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/tlsreload"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
@@ -149,14 +150,13 @@ func ClusterPasswords(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyC
 // RunningPods are the cluster's pods that can answer, sorted by name.
 func RunningPods(ctx context.Context, c client.Reader, vc *valkeyv1.ValkeyCluster) ([]*corev1.Pod, error) {
 	var list corev1.PodList
-	if err := c.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{
-		valkeyv1.LabelInstance: vc.Name, valkeyv1.LabelManagedBy: valkeyv1.LabelManagedByValue,
-	}); err != nil {
+	if err := c.List(ctx, &list, watch.OfCluster(vc.Namespace, vc.Name)...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	var out []*corev1.Pod
 	for i := range list.Items {
-		if PodState(&list.Items[i]).Phase == topology.PodRunning {
+		p := &list.Items[i]
+		if p.Labels[valkeyv1.LabelManagedBy] == valkeyv1.LabelManagedByValue && PodState(p).Phase == topology.PodRunning {
 			out = append(out, &list.Items[i])
 		}
 	}

@@ -13,18 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/aclplan"
 	"github.com/gomomento/valkey-operator/internal/controller/metrics"
 	"github.com/gomomento/valkey-operator/internal/controller/nodeconn"
 	"github.com/gomomento/valkey-operator/internal/controller/options"
-	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/render"
 	"github.com/gomomento/valkey-operator/internal/textutil"
 	"github.com/gomomento/valkey-operator/internal/valkey"
@@ -51,29 +47,11 @@ func SetupACLReload(mgr ctrl.Manager, opts options.Options, dialer nodeconn.Dial
 		secret:    render.ACLSecretName,
 		metrics:   []*prometheus.MetricVec{metrics.ACLLoads.MetricVec},
 	}}
-	err := r.build(mgr, opts, dialer, pool, "aclreload", nil).
-		// A node that starts answering is checked at once, not on the tick.
-		Watches(&corev1.Pod{}, watch.ToCluster(watch.AnyName), builder.WithPredicates(watch.ManagedPods(), podAddressChanged())).
-		Complete(r)
+	err := r.build(mgr, opts, dialer, pool, "aclreload", nil).Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up ACL reload controller: %w", err)
 	}
 	return nil
-}
-
-// podAddressChanged passes pods that appear, go, or change phase or
-// address; probe and status noise in between is ignored.
-func podAddressChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*corev1.Pod)
-			n, ok2 := e.ObjectNew.(*corev1.Pod)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return o.Status.Phase != n.Status.Phase || o.Status.PodIP != n.Status.PodIP || !o.DeletionTimestamp.Equal(n.DeletionTimestamp)
-		},
-	}
 }
 
 func (r *ACLReloader) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -109,8 +87,8 @@ func (r *ACLReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, aclS
 	sum := sha256.Sum256([]byte(file))
 	hash := hex.EncodeToString(sum[:])
 	mem, changed := r.memory(key, hash)
-	if r.canIdle(mem, vc, changed, pods, true) {
-		return ctrl.Result{RequeueAfter: tick}, nil
+	if ok, safety := r.canIdle(mem, vc, changed, pods, true); ok {
+		return ctrl.Result{RequeueAfter: safety}, nil
 	}
 	// Between ticks, a retry visits only the nodes not yet confirmed.
 	full := r.fullDue(mem, changed, tick)

@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
@@ -112,9 +114,28 @@ func (r *reloader[N, X]) build(mgr ctrl.Manager, opts options.Options, dialer no
 		Named(name).
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(watch.ClusterChangedFor(r.condition, same))).
 		Watches(&corev1.Secret{}, watch.ToCluster(r.secret)).
+		// A node that starts answering, or goes, is looked at at once: an
+		// idle cluster is otherwise looked at again only when its safety
+		// pass is due.
+		Watches(&corev1.Pod{}, watch.ToCluster(watch.AnyName), builder.WithPredicates(watch.ManagedPods(), podAddressChanged())).
 		// A node that does not answer holds up its own cluster's pass, not
 		// every other cluster's.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+}
+
+// podAddressChanged passes pods that appear, go, or change phase or
+// address; probe and status noise in between is ignored.
+func podAddressChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*corev1.Pod)
+			n, ok2 := e.ObjectNew.(*corev1.Pod)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.Status.Phase != n.Status.Phase || o.Status.PodIP != n.Status.PodIP || !o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+		},
+	}
 }
 
 // reconcile reads the cluster and its Secret and has kind sync the nodes.
@@ -182,9 +203,10 @@ func (r *reloader[N, X]) unsettled(m *reloadMemory[X]) time.Duration {
 }
 
 // canIdle says this look at the cluster may leave every node alone (see
-// idle); changed is memory's, and current says the cluster's status still
-// shows what the last pass wrote besides the condition.
-func (r *reloader[N, X]) canIdle(m *reloadMemory[X], vc *valkeyv1.ValkeyCluster, changed bool, pods []*corev1.Pod, current bool) bool {
+// idle), and how long until the safety pass is due; changed is memory's,
+// and current says the cluster's status still shows what the last pass
+// wrote besides the condition.
+func (r *reloader[N, X]) canIdle(m *reloadMemory[X], vc *valkeyv1.ValkeyCluster, changed bool, pods []*corev1.Pod, current bool) (bool, time.Duration) {
 	uids := make([]types.UID, len(pods))
 	for i, p := range pods {
 		uids[i] = p.UID
@@ -194,7 +216,7 @@ func (r *reloader[N, X]) canIdle(m *reloadMemory[X], vc *valkeyv1.ValkeyCluster,
 	safety := safetyInterval(vc.UID, positiveOr(r.Options.ReloadSafetyInterval, options.DefaultOptions().ReloadSafetyInterval))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return idle(idleInput{
+	in := idleInput{
 		Changed:     changed,
 		Settled:     m.settled,
 		SameCluster: current && m.seen == markOf(vc),
@@ -203,7 +225,8 @@ func (r *reloader[N, X]) canIdle(m *reloadMemory[X], vc *valkeyv1.ValkeyCluster,
 		Pods:        uids,
 		SinceFull:   time.Since(m.lastFull),
 		Safety:      safety,
-	})
+	}
+	return idle(in), in.Safety - in.SinceFull
 }
 
 // fullDue says whether this pass visits every node: when the content

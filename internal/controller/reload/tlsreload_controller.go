@@ -111,8 +111,8 @@ func (r *TLSReloader) sync(ctx context.Context, vc *valkeyv1.ValkeyCluster, copy
 	mem, changed := r.memory(key, want.Hash)
 	// A node known to serve the Secret's leaf needs nothing until the
 	// Secret, its pod or the cluster changes: no probe, no handshake.
-	if r.canIdle(mem, vc, changed, pods, servedCountsShown(vc, len(pods))) {
-		return ctrl.Result{RequeueAfter: tick}, nil
+	if ok, safety := r.canIdle(mem, vc, changed, pods, servedCountsShown(vc, len(pods))); ok {
+		return ctrl.Result{RequeueAfter: safety}, nil
 	}
 	logf.FromContext(ctx).V(1).Info("TLS reconcile tick")
 	r.fullDue(mem, changed, 0)
