@@ -124,6 +124,13 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 				return in
 			}(),
 			CauseHeldForVersion, ReasonHeldForVersion},
+		{"a new shard while the cluster is paused",
+			func() Input {
+				in := steady(4, func([]Member) {})
+				in.Paused = true
+				return in
+			}(),
+			CausePaused, ReasonPaused},
 	}
 	seen := map[WaitCause]bool{}
 	for _, tt := range tests {
