@@ -101,15 +101,6 @@ func TestClusterStatusPrecedence(t *testing.T) {
 			valkeyv1.CondReady:       {metav1.ConditionFalse, valkeyv1.ReasonPaused, "paused; next on resume: creating node"},
 		},
 	}, {
-		name:      "paused with nothing to run: the plan's word stands",
-		f:         findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.paused = true }), wave: &waveFinding{}},
-		wantState: valkeyv1.StateActive,
-		want: map[string]wantCond{
-			valkeyv1.CondPaused:      {metav1.ConditionTrue, valkeyv1.ReasonPaused, valkeyv1.AnnotationPaused},
-			valkeyv1.CondProgressing: {metav1.ConditionFalse, valkeyv1.ReasonConverged, ""},
-			valkeyv1.CondReady:       {metav1.ConditionTrue, valkeyv1.ReasonFormed, ""},
-		},
-	}, {
 		name:      "restore gate: formed but not yet restored is Creating, not Ready",
 		prev:      &restoring,
 		f:         findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.restorePending = true })},
