@@ -25,6 +25,7 @@ type settings struct {
 	metricsSafe  bool
 	metricsCerts string
 	probeAddr    string
+	pprofAddr    string
 	leaderElect  bool
 	leaderNS     string
 	zoneSpread   string
@@ -83,6 +84,7 @@ func (s *settings) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&s.metricsSafe, "metrics-secure", true, "Serve /metrics over HTTPS to callers the apiserver authenticates and authorizes; false serves plain HTTP to anyone who can connect.")
 	fs.StringVar(&s.metricsCerts, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for /metrics (default: a self-signed certificate).")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints, for profiling the operator's CPU and memory; empty (the default) disables them.")
 	fs.BoolVar(&s.leaderElect, "leader-elect", false, "Elect a leader so several replicas can run with one active.")
 	fs.StringVar(&s.leaderNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	fs.StringVar(&opts.ClusterDomain, "cluster-domain", opts.ClusterDomain, "DNS suffix of per-pod names.")
@@ -128,6 +130,7 @@ func (s *settings) serve(rt controller.Runtime) error {
 		Cache:                   controller.CacheOptions(s.opts),
 		Metrics:                 controller.MetricsServer(s.metricsAddr, s.metricsSafe, s.metricsCerts),
 		HealthProbeBindAddress:  s.probeAddr,
+		PprofBindAddress:        s.pprofAddr,
 		LeaderElection:          s.leaderElect,
 		LeaderElectionID:        "valkey-operator.valkey.gomomento.com",
 		LeaderElectionNamespace: s.leaderNS,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -105,7 +106,13 @@ func measureFleet(b *testing.B, bin, ping string, n, shards, replicas int) {
 		Resources: &valkeyv1.Resources{CPU: "50m", Memory: "64Mi"},
 		Valkey:    map[string]string{"maxmemory": "32mb"},
 	})
-	op := startFootprintOperator(b, bin)
+	var profileAddr string
+	var args []string
+	if os.Getenv(fleetProfileEnv) != "" {
+		profileAddr = freeAddr(b)
+		args = append(args, "--pprof-bind-address", profileAddr)
+	}
+	op := startFootprintOperator(b, bin, args...)
 	op.waitQuiet(b, 30*time.Second)
 	b.Cleanup(func() { deleteClustersAndWait(b, 15*time.Minute, ns) })
 
@@ -131,8 +138,10 @@ func measureFleet(b *testing.B, bin, ping string, n, shards, replicas int) {
 	addrs := nodeAddresses(b, ns, rec.Nodes)
 	cmdBefore := commandStatsOf(b, addrs)
 	idleStart := op.sample(b)
+	profiled := profileIdle(b, profileAddr, fmt.Sprintf("fleet-%s-%03d", shape, n))
 	time.Sleep(fleetIdle) // the idle window being measured
 	idleEnd := op.sample(b)
+	profiled()
 	cmdAfter := commandStatsOf(b, addrs)
 	rec.IdleSeconds = idleEnd.at.Sub(idleStart.at).Seconds()
 	rec.IdleCPUSeconds = idleEnd.cpu - idleStart.cpu
@@ -159,6 +168,41 @@ func measureFleet(b *testing.B, bin, ping string, n, shards, replicas int) {
 	b.ReportMetric(rec.ActiveSeconds, "s-to-Active")
 	b.ReportMetric(100*rec.IdleCPUShare(), "%core-idle")
 	b.ReportMetric(rec.APIRequestsPerClusterMinute(), "API-req/cluster/min")
+}
+
+// fleetProfileEnv names a directory where the fleet benchmark writes the
+// operator's CPU profile of each idle window (go tool pprof reads it).
+const fleetProfileEnv = "VALKEY_BENCH_FLEET_PROFILE"
+
+// profileIdle starts taking a CPU profile of the idle window from the
+// operator's pprof endpoint at addr, when there is one, and returns what
+// waits for it and writes it as name.pprof.
+func profileIdle(b *testing.B, addr, name string) func() {
+	if addr == "" {
+		return func() {}
+	}
+	done := make(chan error, 1)
+	go func() {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(fleetIdle.Seconds()))
+		resp, err := http.Get(url)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(os.Getenv(fleetProfileEnv), name+".pprof"))
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		done <- errors.Join(err, f.Close())
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			b.Errorf("profiling the idle operator: %v", err)
+		}
+	}
 }
 
 // createFleet creates n clusters at once, a few create calls at a time, as
