@@ -215,8 +215,8 @@ func (b *statusBuilder) specHeld() {
 
 // paused reports the annotation. What a paused cluster runs on resume is
 // the plan's word: its wait (topology.CausePaused) is the lead.
-func (b *statusBuilder) paused(paused bool) {
-	if paused {
+func (b *statusBuilder) paused(on bool) {
+	if on {
 		b.set(valkeyv1.CondPaused, cond{metav1.ConditionTrue, valkeyv1.ReasonPaused,
 			fmt.Sprintf("annotation %s=true holds every topology action", valkeyv1.AnnotationPaused)})
 	} else {
