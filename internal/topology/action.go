@@ -174,6 +174,10 @@ const (
 	// ReasonNodesUnseen: the wave waits until the observation shows the
 	// nodes an earlier wave created (Input.Unseen, the detail).
 	ReasonNodesUnseen = "waiting for created nodes to appear in the operator's view"
+	// ReasonPaused: the paused annotation holds every action
+	// (Input.Paused); the detail describes the first of them, so the wait
+	// reads "paused; next on resume: <what runs first>".
+	ReasonPaused = "paused; next on resume"
 	// ReasonPodMissingButAnswers: a slot owner's pod is missing from the
 	// operator's view (deleted, or relabelled out of its cache) while its
 	// peers still reach its process; nothing is replaced on that alone.
@@ -314,6 +318,26 @@ type MigrateSlots struct {
 
 // Done reports whether there is nothing left to do.
 func (a Action) Done() bool { return a.Kind == KindDone }
+
+// Acts reports whether the action changes anything (it is neither a Wait
+// nor Done).
+func (a Action) Acts() bool { return a.Kind != KindWait && a.Kind != KindDone }
+
+// Describe is the action as one human sentence, for conditions and
+// Events: its reason and detail, its rendering when it has neither.
+func (a Action) Describe() string {
+	parts := []string{}
+	if a.Reason != "" {
+		parts = append(parts, a.Reason)
+	}
+	if a.Detail != "" {
+		parts = append(parts, a.Detail)
+	}
+	if len(parts) == 0 {
+		return a.String()
+	}
+	return strings.Join(parts, ": ")
+}
 
 // String renders a one-line summary for logs and test failures.
 func (a Action) String() string {

@@ -55,6 +55,9 @@ const (
 	// CauseNodesUnseen: the observation lacks nodes an earlier wave
 	// created (Input.Unseen); it clears once the cache shows them.
 	CauseNodesUnseen
+	// CausePaused: the paused annotation holds every action
+	// (Input.Paused); it clears when the annotation goes.
+	CausePaused
 
 	causeEnd
 )
@@ -76,6 +79,7 @@ var causeNames = [causeEnd]string{
 	CauseRolloutWaiting:     "RolloutWaiting",
 	CauseHeldForVersion:     "HeldForVersion",
 	CauseNodesUnseen:        "NodesUnseen",
+	CausePaused:             "Paused",
 }
 
 // WaitCauses lists every cause a Wait can carry, CauseNone aside, so a

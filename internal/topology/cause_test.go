@@ -28,6 +28,12 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 		setup(ms)
 		return Input{Shards: shards, ReplicasPerShard: 1, AtomicMigration: true, Members: ms, Now: now}
 	}
+	// newShard is a fourth shard wanted, with a hold set.
+	newShard := func(hold func(in *Input)) Input {
+		in := steady(4, func([]Member) {})
+		hold(&in)
+		return in
+	}
 	tests := []struct {
 		name   string
 		in     Input
@@ -97,33 +103,20 @@ func TestNamedWaitsCarryTheirCause(t *testing.T) {
 			}(),
 			CauseRolloutWaiting, "waiting for rollout slot"},
 		{"a new shard while the last wave's node is not in the view",
-			func() Input {
-				in := steady(4, func([]Member) {})
-				in.Unseen = []string{"n9"}
-				return in
-			}(),
+			newShard(func(in *Input) { in.Unseen = []string{"n9"} }),
 			CauseNodesUnseen, ReasonNodesUnseen},
 		{"a new shard while the TLS Secret is invalid",
-			func() Input {
-				in := steady(4, func([]Member) {})
-				in.HoldForTLS = true
-				return in
-			}(),
+			newShard(func(in *Input) { in.HoldForTLS = true }),
 			CauseHeldForTLS, ReasonHeldForTLS},
 		{"a replacement during a backoff",
-			func() Input {
-				in := steady(4, func([]Member) {})
-				in.Backoff = ReplacementBackoff{Failures: 2, Until: now.Add(time.Second)}
-				return in
-			}(),
+			newShard(func(in *Input) { in.Backoff = ReplacementBackoff{Failures: 2, Until: now.Add(time.Second)} }),
 			CauseReplacementBackoff, ReasonReplacementBackoff},
 		{"a new shard while the version check fails",
-			func() Input {
-				in := steady(4, func([]Member) {})
-				in.HoldForVersion = "node n1 runs 9.1.2"
-				return in
-			}(),
+			newShard(func(in *Input) { in.HoldForVersion = "node n1 runs 9.1.2" }),
 			CauseHeldForVersion, ReasonHeldForVersion},
+		{"a new shard while the cluster is paused",
+			newShard(func(in *Input) { in.Paused = true }),
+			CausePaused, ReasonPaused},
 	}
 	seen := map[WaitCause]bool{}
 	for _, tt := range tests {

@@ -17,7 +17,8 @@ type ReplacementBackoff struct {
 // while the TLS Secret is invalid everything but healing, during a
 // replacement backoff every node creation, while the Valkey version check
 // fails every creation and every step of a roll, while created nodes are
-// missing from the view everything. A wave left with nothing
+// missing from the view everything, and last, while the cluster is
+// paused, everything the others left. A wave left with nothing
 // to run waits on the hold that emptied it; each hold that took something
 // out is listed in Wave.Held either way.
 func (w *world) holds(wv Wave) Wave {
@@ -29,7 +30,7 @@ func (w *world) holds(wv Wave) Wave {
 		// slot moves, rolls, cleanup) are the user's, and the user is in
 		// the middle of changing the material they would start from.
 		wv = wv.without(func(a Action) bool {
-			return a.Kind != KindWait && a.Kind != KindDone && a.Tier != TierStability
+			return a.Acts() && a.Tier != TierStability
 		}, CauseHeldForTLS, ReasonHeldForTLS, func(lead Action) string {
 			return fmt.Sprintf("%s (%s)", lead.Kind, lead.Reason)
 		})
@@ -52,8 +53,13 @@ func (w *world) holds(wv Wave) Wave {
 	if unseen := w.in.Unseen; len(unseen) > 0 {
 		// The view lacks nodes already created: any action planned from
 		// it could repeat a creation or act on a shard as if short.
-		wv = wv.without(func(a Action) bool { return a.Kind != KindWait && a.Kind != KindDone },
-			CauseNodesUnseen, ReasonNodesUnseen, func(Action) string { return strings.Join(unseen, ", ") })
+		wv = wv.without(Action.Acts, CauseNodesUnseen, ReasonNodesUnseen, func(Action) string { return strings.Join(unseen, ", ") })
+	}
+	if w.in.Paused {
+		// Last, so a wave another hold emptied keeps that hold's wait,
+		// which says what a person must fix; the pause is theirs to lift.
+		// The first held action is what status says runs on resume.
+		wv = wv.without(Action.Acts, CausePaused, ReasonPaused, Action.Describe)
 	}
 	return wv
 }

@@ -201,6 +201,7 @@ func TestHoldsOnlyTakeOut(t *testing.T) {
 			func(a Action) bool { return a.Kind != KindCreateNode }},
 		{"version", func(in *Input) { in.HoldForVersion = "off" },
 			func(a Action) bool { return a.Kind != KindCreateNode && a.Tier != TierUpdate }},
+		{"paused", func(in *Input) { in.Paused = true }, func(Action) bool { return false }},
 	}
 	each := slices.Clone(holds)
 	holds = append(holds, hold{"all", func(in *Input) {
@@ -295,6 +296,61 @@ func TestHoldForUnseen(t *testing.T) {
 			}
 			if clear := Plan(Input{Shards: tt.shards, ReplicasPerShard: 1, Members: tt.members()}); tt.want == held && !clear.Acts() {
 				t.Fatalf("without unseen nodes the plan %s does not act: the case shows no hold", clear)
+			}
+		})
+	}
+}
+
+// While the cluster is paused nothing runs, a repair included. The wave
+// waits in the held action's tier, so the state reads as before, and its
+// wait describes that action: status says what runs on resume. Waits and
+// Done stay as they are, and a wave another hold emptied keeps that
+// hold's wait, which says what to fix.
+func TestHoldForPaused(t *testing.T) {
+	paused := func(next string) string { return "Wait (" + ReasonPaused + ": " + next + ")" }
+	tests := []struct {
+		name    string
+		members func() []Member
+		shards  int
+		version string
+		want    string
+		tier    Tier
+		cause   WaitCause
+	}{
+		{"a repair's creation waits", missingReplica, 2, "",
+			paused("restoring replica count: shard 1"), TierStability, CausePaused},
+		{"forgetting a lost node waits", lostReplica, 2, "",
+			paused("forgetting departed node: n3"), TierStability, CausePaused},
+		{"a roll's replacement waits", rolling, 2, "",
+			paused("creating replacement node: shard 0"), TierUpdate, CausePaused},
+		{"a roll's failover waits", rollFailover, 2, "",
+			paused(ReasonRollFailover + ": n3 replaces n1"), TierUpdate, CausePaused},
+		{"a new shard waits", formed2, 3, "", paused("adding shard: shard 2"), TierTopology, CausePaused},
+		{"a roll's own wait is kept as it is", rollWaiting, 2, "",
+			"Wait (" + ReasonPodPending + ": n5)", TierUpdate, CausePodPending},
+		{"done is kept as it is", formed2, 2, "", "Done (cluster converged)", TierSteady, CauseNone},
+		{"a roll the version check emptied waits on the check", rolling, 2, "off",
+			"Wait (" + ReasonHeldForVersion + ": off)", TierUpdate, CauseHeldForVersion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Shards: tt.shards, ReplicasPerShard: 1, Members: tt.members(), HoldForVersion: tt.version}
+			clear := Plan(in)
+			in.Paused = true
+			w := Plan(in)
+			if w.String() != tt.want || w.Lead().Tier != tt.tier || w.Lead().Cause != tt.cause {
+				t.Fatalf("got  %s in tier %s (%s)\nwant %s in tier %s (%s)", w, w.Lead().Tier, w.Lead().Cause, tt.want, tt.tier, tt.cause)
+			}
+			_, held := w.HeldBy(CausePaused)
+			holds := len(clear.Held)
+			if held {
+				holds++
+			}
+			if held != clear.Acts() || len(w.Held) != holds {
+				t.Fatalf("holds %v for the wave %s, unpaused %s holding %v", w.Held, w, clear, clear.Held)
+			}
+			if held && (w.Lead() != w.Held[len(w.Held)-1] || w.Lead().Detail != clear.Lead().Describe()) {
+				t.Fatalf("the wait %+v does not describe the held %s", w.Lead(), clear.Lead())
 			}
 		})
 	}

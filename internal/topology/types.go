@@ -107,6 +107,10 @@ type Input struct {
 	// without them would create them again, so nothing of it runs until
 	// they appear; the wave waits and names them.
 	Unseen []string
+	// Paused: the cluster's paused annotation holds every action, after
+	// the other holds; the wave waits and describes what runs first on
+	// resume. Waits and Done stay as they are.
+	Paused bool
 }
 
 // Member is one ValkeyNode with its pod and, when reachable, its Valkey view.

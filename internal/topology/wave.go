@@ -15,8 +15,9 @@ import "strings"
 type Wave struct {
 	Actions []Action
 	// Held lists, one Wait each, the holds of the input (Input.HoldForTLS,
-	// Input.Backoff, Input.HoldForVersion) that took actions out of this
-	// wave, whether other actions go on or the wave waits on one of them.
+	// Input.Backoff, Input.HoldForVersion, Input.Unseen, Input.Paused) that
+	// took actions out of this wave, whether other actions go on or the
+	// wave waits on one of them.
 	// The held actions themselves are not in the wave: they are not to
 	// run.
 	Held []Action
@@ -47,10 +48,7 @@ func (w Wave) Done() bool { return w.Lead().Kind == KindDone }
 
 // Acts reports whether the wave changes anything (it is neither a Wait nor
 // Done).
-func (w Wave) Acts() bool {
-	k := w.Lead().Kind
-	return k != KindWait && k != KindDone
-}
+func (w Wave) Acts() bool { return w.Lead().Acts() }
 
 // String renders the wave one action per "; ", for logs and tests.
 func (w Wave) String() string {

@@ -36,7 +36,7 @@ func (r *Reconciler) act(ctx context.Context, s *clusterScope, a topology.Action
 		r.Recorder.Eventf(vc, o.lostNode(loss), corev1.EventTypeWarning, valkeyv1.ReasonPrimaryLostNoReplica, string(a.Kind), "%s", textutil.Truncate(loss.message(time.Now()), 1000))
 		return r.lossReported(ctx, o.nodes[loss.node])
 	}
-	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", textutil.Truncate(describe(a), 1000))
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, string(a.Kind), string(a.Kind), "%s", textutil.Truncate(a.Describe(), 1000))
 	return nil
 }
 

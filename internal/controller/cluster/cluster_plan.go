@@ -11,9 +11,9 @@ import (
 // gets as it is. Besides the observation: whether the TLS Secret is
 // invalid, whether a fleet rollout has given the cluster its turn, how
 // many node containers exited in a row (the replacement record, kept in
-// an annotation across reconciles) and whether a node runs another Valkey
+// an annotation across reconciles), whether a node runs another Valkey
 // version than its image declares or cannot load the data of the newer
-// primary a downgrade put it under.
+// primary a downgrade put it under, and whether the cluster is paused.
 func (r *Reconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	shards, replicas := desiredShape(s.vc)
 	s.creating = !formed(s.vc)
@@ -38,6 +38,7 @@ func (r *Reconciler) plan(ctx context.Context, s *clusterScope) (phaseResult, er
 		Backoff:          rec.backoff(),
 		HoldForVersion:   s.versionMismatch,
 		Unseen:           s.unseen,
+		Paused:           paused(s.vc),
 	}
 	s.wave = topology.Plan(s.in)
 	if err := r.writeReplacementRecord(ctx, s.vc, rec.settled(s.wave)); err != nil {

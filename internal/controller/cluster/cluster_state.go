@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -72,7 +71,7 @@ func decideState(creating bool, lead topology.Action, o *observed) topology.Stat
 func degraded(state topology.State, a topology.Action, primaries, shards int) (metav1.ConditionStatus, string, string) {
 	switch {
 	case a.Tier == topology.TierStability:
-		return metav1.ConditionTrue, actionReason(a), describe(a)
+		return metav1.ConditionTrue, actionReason(a), a.Describe()
 	case state == topology.StateCreating:
 		return metav1.ConditionFalse, valkeyv1.ReasonBootstrapping,
 			fmt.Sprintf("bootstrap in progress: %d of %d shards have a primary serving slots; nothing has failed", primaries, shards)
@@ -91,21 +90,6 @@ func readyReason(ready bool, state topology.State, a topology.Action) string {
 		return valkeyv1.ReasonBootstrapping
 	}
 	return actionReason(a)
-}
-
-// describe is an action as one human sentence for conditions and Events.
-func describe(a topology.Action) string {
-	parts := []string{}
-	if a.Reason != "" {
-		parts = append(parts, a.Reason)
-	}
-	if a.Detail != "" {
-		parts = append(parts, a.Detail)
-	}
-	if len(parts) == 0 {
-		return a.String()
-	}
-	return strings.Join(parts, ": ")
 }
 
 // unreachableMessage names the nodes the operator could not ask, "" when

@@ -18,6 +18,7 @@ import (
 // sends the Events that go with them.
 func (r *Reconciler) report(ctx context.Context, s *clusterScope) (phaseResult, error) {
 	vc := s.vc
+	r.notePause(ctx, vc)
 	containers := containersCondition(s.failures, s.held)
 	r.announceContainerFailures(vc, s.failures, containers)
 	versions := versionsCondition(s.res, s.versionReason, s.versionMismatch)
@@ -26,7 +27,7 @@ func (r *Reconciler) report(ctx context.Context, s *clusterScope) (phaseResult, 
 	if p := meta.FindStatusCondition(vc.Status.Conditions, valkeyv1.CondProgressing); lead.Cause == topology.CauseScaleInNoHeadroom &&
 		(p == nil || p.Reason != valkeyv1.ReasonInsufficientMemory) {
 		// Once per hold: the figures in the message move with every write.
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", describe(lead))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientMemory, "ScaleIn", "%s", lead.Describe())
 	}
 	s.found.report = &reportFinding{
 		summary:        topology.Summarize(s.in),
@@ -40,6 +41,7 @@ func (r *Reconciler) report(ctx context.Context, s *clusterScope) (phaseResult, 
 		liveApplying:   s.live.applying,
 		restorePending: restorePending(vc),
 		aclHeld:        s.aclHeld,
+		paused:         paused(vc),
 	}
 	return nextPhase, nil
 }

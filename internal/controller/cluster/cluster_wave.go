@@ -37,20 +37,20 @@ const afterFailedMigration = 5 * time.Second
 // would stretch every bootstrap and join by whole seconds.
 const afterStep = 250 * time.Millisecond
 
-// runWave acts on the wave, unless the cluster is paused, and says when to
-// look again.
+// runWave acts on the wave and says when to look again.
 func (r *Reconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Result, error) {
 	vc, wave := s.vc, s.wave
 	log := clusterstatus.LogFrom(ctx)
-	if r.applyPause(ctx, s) {
-		return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
-	}
+	s.found.wave = &waveFinding{}
 	if !wave.Acts() {
 		if s.creating && wave.Done() {
 			log.Info(topology.ReasonFormed)
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.ReasonFormed, "Bootstrap", "%s", topology.ReasonFormed)
 		}
-		s.found.wave.unreachable = unreachableMessage(s.o)
+		if wave.Lead().Cause != topology.CausePaused {
+			// A paused wave waits on the annotation, not on the nodes.
+			s.found.wave.unreachable = unreachableMessage(s.o)
+		}
 		// A cluster waiting for its restore looks again soon: the restore
 		// controller's status writes do not wake this one.
 		if wave.Done() && !s.rotating && !restorePending(vc) && !s.live.busy() {
@@ -59,7 +59,7 @@ func (r *Reconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Resul
 		if lead := wave.Lead(); loggedWait(lead) {
 			log.Info(lead.Reason, "detail", lead.Detail)
 		}
-		return ctrlrt.Result{RequeueAfter: afterWait(wave.Lead(), r.Options.PendingRequeue)}, nil
+		return ctrlrt.Result{RequeueAfter: afterWait(wave.Lead(), r.Options.PendingRequeue, r.Options.SteadyResync)}, nil
 	}
 	log.V(1).Info("acting", "wave", wave.String())
 	for _, a := range wave.Actions {
@@ -166,11 +166,14 @@ func loggedWait(lead topology.Action) bool {
 }
 
 // afterWait is how soon to look again when the plan only waits: soon for a
-// step of a procedure under way, pending otherwise (a pod to schedule, a
-// node to answer, something a person must fix).
-func afterWait(lead topology.Action, pending time.Duration) time.Duration {
+// step of a procedure under way, pending for a pod to schedule, a node to
+// answer, something a person must fix, and steady while paused: removing
+// the annotation wakes the cluster by itself.
+func afterWait(lead topology.Action, pending, steady time.Duration) time.Duration {
 	switch {
 	case lead.Kind != topology.KindWait:
+	case lead.Cause == topology.CausePaused:
+		return steady
 	case lead.Cause == topology.CauseNodesUnseen:
 		return min(cacheRecheck, pending)
 	case lead.Cause == topology.CauseNone && lead.Tier != topology.TierSteady:

@@ -8,7 +8,7 @@ import (
 )
 
 func TestAfterWait(t *testing.T) {
-	const pending = 2 * time.Second
+	const pending, steady = 2 * time.Second, 30 * time.Second
 	tests := []struct {
 		name string
 		lead topology.Action
@@ -22,17 +22,19 @@ func TestAfterWait(t *testing.T) {
 			topology.Action{Kind: topology.KindWait, Tier: topology.TierBootstrap, Cause: topology.CausePodUnschedulable}, pending},
 		{"a node that does not answer waits the pending interval",
 			topology.Action{Kind: topology.KindWait, Tier: topology.TierStability, Cause: topology.CauseNodeSilent}, pending},
+		{"a paused cluster waits the steady interval",
+			topology.Action{Kind: topology.KindWait, Tier: topology.TierTopology, Cause: topology.CausePaused}, steady},
 		{"a converged-looking cluster settling waits the pending interval",
 			topology.Action{Kind: topology.KindWait, Tier: topology.TierSteady, Reason: "waiting for the cluster to settle"}, pending},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := afterWait(tt.lead, pending); got != tt.want {
+			if got := afterWait(tt.lead, pending, steady); got != tt.want {
 				t.Errorf("afterWait = %s, want %s", got, tt.want)
 			}
 		})
 	}
-	if got := afterWait(topology.Action{Kind: topology.KindWait, Tier: topology.TierBootstrap}, 100*time.Millisecond); got != 100*time.Millisecond {
+	if got := afterWait(topology.Action{Kind: topology.KindWait, Tier: topology.TierBootstrap}, 100*time.Millisecond, steady); got != 100*time.Millisecond {
 		t.Errorf("a pending interval shorter than a step's is kept: got %s", got)
 	}
 }

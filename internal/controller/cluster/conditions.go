@@ -24,6 +24,7 @@ var causeReasons = map[topology.WaitCause]string{
 	topology.CausePodMissing:         valkeyv1.ReasonPodMissing,
 	topology.CauseHeldForVersion:     valkeyv1.ReasonHeldForVersion,
 	topology.CauseNodesUnseen:        valkeyv1.ReasonNodesUnseen,
+	topology.CausePaused:             valkeyv1.ReasonPaused,
 }
 
 // actionReason is the condition reason for a planned action: what blocks a

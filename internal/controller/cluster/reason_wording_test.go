@@ -145,6 +145,11 @@ func wordingScenarios(now time.Time) []wordingScenario {
 			in:     with(steady, func(in *topology.Input) { in.Unseen = []string{"e"} }), lead: "Wait/NodesUnseen"},
 		{name: "a roll waiting for its turn", nodes: twoByOne(), change: outdated("a", "b", "c", "d"),
 			in: with(steady, func(in *topology.Input) { in.HoldRoll = "waiting for rollout slot" }), lead: "Wait/RolloutWaiting"},
+		{name: "a new shard while paused", nodes: twoByOne(),
+			in: with(steady, func(in *topology.Input) { in.Shards, in.Paused = 3, true }), lead: "Wait/Paused"},
+		{name: "a repair while paused", nodes: twoByOne(),
+			change: func(ms []topology.Member) []topology.Member { return lose(ms, "c", false) },
+			in:     with(steady, func(in *topology.Input) { in.Paused = true }), lead: "Wait/Paused"},
 	}
 }
 
@@ -163,11 +168,14 @@ func derive(t *testing.T, sc wordingScenario, o *observed, wave topology.Wave) d
 	if wave.Acts() {
 		d.after = afterWave(wave).RequeueAfter
 	} else {
-		d.after, d.logged = afterWait(lead, 2*time.Second), loggedWait(lead)
+		d.after, d.logged = afterWait(lead, 2*time.Second, 30*time.Second), loggedWait(lead)
 	}
 	vc := &valkeyv1.ValkeyCluster{}
 	vc.Spec.Shards, vc.Spec.ReplicasPerShard = int32(sc.in.Shards), int32(sc.in.ReplicasPerShard)
 	vc.Status.State = valkeyv1.StateActive
+	if sc.in.Paused {
+		vc.Annotations = map[string]string{valkeyv1.AnnotationPaused: "true"}
+	}
 	if sc.in.Creating {
 		vc.Status.State = valkeyv1.StateCreating
 		vc.Status.TargetSpec = &valkeyv1.TargetTopology{Shards: vc.Spec.Shards, ReplicasPerShard: vc.Spec.ReplicasPerShard}
@@ -178,8 +186,9 @@ func derive(t *testing.T, sc wordingScenario, o *observed, wave topology.Wave) d
 	if _, err := r.report(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	d.state = vc.Status.State
-	for _, c := range vc.Status.Conditions {
+	st := clusterStatus(vc.Status, vc.Generation, s.found)
+	d.state = st.State
+	for _, c := range st.Conditions {
 		d.conditions = append(d.conditions, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
 	}
 	for len(rec.Events) > 0 {
@@ -223,8 +232,8 @@ func TestReasonWordingChangesNothing(t *testing.T) {
 				t.Fatalf("the plan %s leads with %s, want %s", wave, lead, sc.lead)
 			}
 			again := reworded(wave)
-			if describe(again.Lead()) == describe(wave.Lead()) {
-				t.Fatalf("rewording left the lead's sentence %q as it was", describe(wave.Lead()))
+			if again.Lead().Describe() == wave.Lead().Describe() {
+				t.Fatalf("rewording left the lead's sentence %q as it was", wave.Lead().Describe())
 			}
 			want, got := derive(t, sc, o, wave), derive(t, sc, o, again)
 			if len(want.losses) != sc.loses {

@@ -113,6 +113,7 @@ func (b *statusBuilder) invalid(f tlssecret.Failure) {
 // reported writes the summary and what the plan means, then the holds
 // that keep a converged plan from reading as converged.
 func (b *statusBuilder) reported(r reportFinding) {
+	b.paused(r.paused)
 	b.set(valkeyv1.CondContainersHealthy, r.containers)
 	b.setFound(valkeyv1.CondVersionMatches, r.versions)
 	b.summary(r)
@@ -160,14 +161,14 @@ func (b *statusBuilder) planned(a topology.Action, state topology.State, shards 
 		b.st.TargetSpec = nil
 	}
 	ready := a.Done()
-	readyMsg := describe(a)
+	readyMsg := a.Describe()
 	if ready {
 		readyMsg = fmt.Sprintf("%d shards serving all %d slots", b.st.Shards, topology.TotalSlots)
 	}
 	b.set(valkeyv1.CondReady, cond{clusterstatus.BoolStatus(ready), readyReason(ready, state, a), readyMsg})
 	progress := cond{metav1.ConditionFalse, valkeyv1.ReasonConverged, "cluster matches its spec"}
 	if !a.Done() {
-		progress = cond{metav1.ConditionTrue, actionReason(a), describe(a)}
+		progress = cond{metav1.ConditionTrue, actionReason(a), a.Describe()}
 	}
 	b.set(valkeyv1.CondProgressing, progress)
 	dstatus, dreason, dmsg := degraded(state, a, int(b.st.Shards), shards)
@@ -212,20 +213,21 @@ func (b *statusBuilder) specHeld() {
 	b.set(valkeyv1.CondProgressing, cond{metav1.ConditionFalse, valkeyv1.ReasonReferencesUnresolved, msg})
 }
 
-// ranWave reports the pause and what acting did. Each of these says more
-// about Progressing than the plan: a held wave names what runs on resume,
-// a wave that only waits names the nodes it could not ask, and a failed
-// action says what failed.
-func (b *statusBuilder) ranWave(w waveFinding) {
-	if w.paused {
+// paused reports the annotation. What a paused cluster runs on resume is
+// the plan's word: its wait (topology.CausePaused) is the lead.
+func (b *statusBuilder) paused(on bool) {
+	if on {
 		b.set(valkeyv1.CondPaused, cond{metav1.ConditionTrue, valkeyv1.ReasonPaused,
 			fmt.Sprintf("annotation %s=true holds every topology action", valkeyv1.AnnotationPaused)})
 	} else {
 		b.set(valkeyv1.CondPaused, cond{metav1.ConditionFalse, valkeyv1.ReasonNotPaused, "the planner acts"})
 	}
-	if w.heldLead != nil {
-		b.set(valkeyv1.CondProgressing, cond{metav1.ConditionTrue, valkeyv1.ReasonPaused, "paused; next on resume: " + describe(*w.heldLead)})
-	}
+}
+
+// ranWave reports what acting did. Each of these says more about
+// Progressing than the plan: a wave that only waits names the nodes it
+// could not ask, and a failed action says what failed.
+func (b *statusBuilder) ranWave(w waveFinding) {
 	if w.unreachable != "" {
 		b.set(valkeyv1.CondProgressing, cond{metav1.ConditionTrue, valkeyv1.ReasonUnreachable, w.unreachable})
 	}

@@ -49,6 +49,9 @@ func TestClusterStatusPrecedence(t *testing.T) {
 	done := topology.Action{Kind: topology.KindDone, Tier: topology.TierSteady}
 	repair := topology.Action{Kind: topology.KindFailover, Tier: topology.TierStability, Reason: "primary lost", Detail: "c-00000"}
 	create := topology.Action{Kind: topology.KindCreateNode, Tier: topology.TierTopology, Reason: "creating node"}
+	// held is the planner's wait for create while the cluster is paused.
+	held := topology.Action{Kind: topology.KindWait, Tier: create.Tier, Cause: topology.CausePaused,
+		Reason: topology.ReasonPaused, Detail: create.Describe()}
 	badTLS := &tlssecret.Failure{Reason: "MissingKey", Message: `TLS Secret "c-tls" has no tls.key`}
 	unresolved := cond{metav1.ConditionFalse, "ConfigNotFound", "ValkeyConfig typo not found"}
 	restoring := converged()
@@ -90,12 +93,12 @@ func TestClusterStatusPrecedence(t *testing.T) {
 		},
 	}, {
 		name:      "paused with a wave to run: Progressing names what runs on resume",
-		f:         findings{report: planFinding(create, topology.StateUpdating), wave: &waveFinding{paused: true, heldLead: &create}},
+		f:         findings{report: withAction(held, topology.StateUpdating, func(r *reportFinding) { r.paused = true }), wave: &waveFinding{}},
 		wantState: valkeyv1.StateUpdating,
 		want: map[string]wantCond{
 			valkeyv1.CondPaused:      {metav1.ConditionTrue, valkeyv1.ReasonPaused, valkeyv1.AnnotationPaused},
-			valkeyv1.CondProgressing: {metav1.ConditionTrue, valkeyv1.ReasonPaused, "next on resume: creating node"},
-			valkeyv1.CondReady:       {metav1.ConditionFalse, actionReason(create), "creating node"},
+			valkeyv1.CondProgressing: {metav1.ConditionTrue, valkeyv1.ReasonPaused, "paused; next on resume: creating node"},
+			valkeyv1.CondReady:       {metav1.ConditionFalse, valkeyv1.ReasonPaused, "paused; next on resume: creating node"},
 		},
 	}, {
 		name:      "restore gate: formed but not yet restored is Creating, not Ready",

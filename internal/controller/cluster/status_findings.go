@@ -80,14 +80,12 @@ type reportFinding struct {
 	restorePending bool
 	// aclHeld says the nodes keep the last rendering that resolved.
 	aclHeld bool
+	// paused says the annotation holds the planner.
+	paused bool
 }
 
 // waveFinding is what running the wave did.
 type waveFinding struct {
-	paused bool
-	// heldLead is what a paused cluster does on resume; nil when its wave
-	// would not act.
-	heldLead *topology.Action
 	// unreachable names the nodes a wave that only waits could not ask.
 	unreachable string
 	// dataLost is the last shard lost with its data; actionFailed says
