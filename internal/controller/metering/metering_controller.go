@@ -3,6 +3,7 @@ package metering
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -229,11 +230,12 @@ func Setup(mgr ctrlrt.Manager, opts options.Options) error {
 	if err := ctrlrt.NewControllerManagedBy(mgr).
 		// A record's own status write would wake it once more per sample
 		// for nothing: it comes back when its requeue says, or when its
-		// spec, finalizers or deletion change.
+		// spec, annotations (the release), finalizers or deletion change.
 		For(&valkeyv1.ValkeyMeteringRecord{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
-					!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+					!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers()) ||
+					!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
 			},
 		}))).
 		Watches(&valkeyv1.ValkeyCluster{}, byCluster, builder.WithPredicates(predicate.Funcs{
