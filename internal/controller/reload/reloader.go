@@ -17,9 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller/clusterstatus"
@@ -117,25 +115,10 @@ func (r *reloader[N, X]) build(mgr ctrl.Manager, opts options.Options, dialer no
 		// A node that starts answering, or goes, is looked at at once: an
 		// idle cluster is otherwise looked at again only when its safety
 		// pass is due.
-		Watches(&corev1.Pod{}, watch.ToCluster(watch.AnyName), builder.WithPredicates(watch.ManagedPods(), podAddressChanged())).
+		Watches(&corev1.Pod{}, watch.ToCluster(watch.AnyName), builder.WithPredicates(watch.ManagedPods(), watch.PodAddressChanged())).
 		// A node that does not answer holds up its own cluster's pass, not
 		// every other cluster's.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
-}
-
-// podAddressChanged passes pods that appear, go, or change phase or
-// address; probe and status noise in between is ignored.
-func podAddressChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*corev1.Pod)
-			n, ok2 := e.ObjectNew.(*corev1.Pod)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return o.Status.Phase != n.Status.Phase || o.Status.PodIP != n.Status.PodIP || !o.DeletionTimestamp.Equal(n.DeletionTimestamp)
-		},
-	}
 }
 
 // reconcile reads the cluster and its Secret and has kind sync the nodes.
