@@ -3,7 +3,6 @@ package metering
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -231,13 +230,13 @@ func Setup(mgr ctrlrt.Manager, opts options.Options) error {
 		// A record's own status write would wake it once more per sample
 		// for nothing: it comes back when its requeue says, or when its
 		// spec, annotations (the release), finalizers or deletion change.
-		For(&valkeyv1.ValkeyMeteringRecord{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
-					!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers()) ||
-					!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
-			},
-		}))).
+		For(&valkeyv1.ValkeyMeteringRecord{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.Funcs{
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+						!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+				},
+			}))).
 		Watches(&valkeyv1.ValkeyCluster{}, byCluster, builder.WithPredicates(predicate.Funcs{
 			// Spec and status edits change nothing the meter reads between
 			// samples; creation and deletion start and stop it.
