@@ -25,7 +25,10 @@ import (
 // records live in the operator's own namespace, watched or not, and only
 // there.
 func CacheOptions(opts options.Options) cache.Options {
-	var out cache.Options
+	// No decision reads who wrote a field; managedFields is a large part
+	// of every cached object, and the cache holds every node's pod and
+	// every cluster's objects.
+	out := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if opts.FilterCache {
 		managed := render.ManagedSelector()
 		out.ByObject = map[client.Object]cache.ByObject{

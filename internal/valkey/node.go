@@ -39,8 +39,8 @@ type Node struct {
 
 // The per-connection sizes of a Node's client (see Dial).
 const (
-	readBuffer  = 32 << 10
-	writeBuffer = 8 << 10
+	readBuffer  = 8 << 10
+	writeBuffer = 4 << 10
 	ringScale   = 4
 )
 
