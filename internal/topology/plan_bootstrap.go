@@ -111,7 +111,7 @@ func (w *world) freeSlotAdds(primaries []*node) []Action {
 	var adds []Action
 	for i, p := range primaries {
 		missing := rangesOf(func(s int) bool {
-			return s >= plan[i].Start && s <= plan[i].End && w.owner[s] == ""
+			return s >= plan[i].Start && s <= plan[i].End && w.owner[s] == 0
 		})
 		if len(missing) > 0 {
 			adds = append(adds, Action{Kind: KindAddSlots, Tier: TierBootstrap, Reason: "assigning slots",

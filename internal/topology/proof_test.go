@@ -190,7 +190,7 @@ func TestStaleSlotClaimLosesToUnflaggedOwner(t *testing.T) {
 		in := Input{Shards: 3, ReplicasPerShard: 1, Members: append([]Member{*member(ms, order[0]), *member(ms, order[1])}, ms[1:3]...)}
 		in.Members = append(in.Members, *member(ms, "n5"), *member(ms, "n6"))
 		w := newWorld(in)
-		if got := w.owner[0]; got != id("n4") {
+		if got := w.slotOwner(0); got != id("n4") {
 			t.Fatalf("slot 0 owned by %s, want the unflagged n4", got)
 		}
 		if d := w.designated(0); d == nil || d.Name != "n4" {

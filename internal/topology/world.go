@@ -67,11 +67,15 @@ func (n *node) selfSlots() int {
 
 // world is the derived picture Plan reasons about.
 type world struct {
-	in       Input
-	nodes    []*node // sorted by shard index, then name
-	byName   map[string]*node
-	byID     map[string]*node
-	owner    []string // slot -> owner node ID, "" when unassigned
+	in     Input
+	nodes  []*node // sorted by shard index, then name
+	byName map[string]*node
+	byID   map[string]*node
+	// owner is each slot's owner as an index into ownerIDs plus one, 0
+	// when unassigned: a table without pointers, so the 16,384 entries
+	// every reconcile builds cost the garbage collector nothing to scan.
+	owner    []int32
+	ownerIDs []string
 	ownedBy  map[string][]SlotRange
 	holders  []string // IDs owning slots, sorted
 	failFlag map[string]bool
@@ -87,7 +91,7 @@ func newWorld(in Input) *world {
 		in:       in,
 		byName:   map[string]*node{},
 		byID:     map[string]*node{},
-		owner:    make([]string, TotalSlots),
+		owner:    make([]int32, TotalSlots),
 		ownedBy:  map[string][]SlotRange{},
 		failFlag: map[string]bool{},
 		pfailAll: map[string]bool{},
@@ -296,8 +300,16 @@ func (w *world) slotsAgree() bool {
 	return true
 }
 
+// slotOwner is the ID of the slot's owner, "" when unassigned.
+func (w *world) slotOwner(s int) string {
+	if i := w.owner[s]; i != 0 {
+		return w.ownerIDs[i-1]
+	}
+	return ""
+}
+
 func (w *world) unassigned() []SlotRange {
-	return rangesOf(func(s int) bool { return w.owner[s] == "" })
+	return rangesOf(func(s int) bool { return w.owner[s] == 0 })
 }
 
 func (w *world) slotsOf(idx int) int {

@@ -53,11 +53,21 @@ func (w *world) indexIDs() {
 // still claims the slots until it learns otherwise); for nodes that cannot
 // speak, take what the live nodes say about them.
 func (w *world) assignOwners(live []*node) {
+	index := map[string]int32{}
 	claim := func(id string, rs []SlotRange) {
+		if len(rs) == 0 {
+			return
+		}
+		i, ok := index[id]
+		if !ok {
+			w.ownerIDs = append(w.ownerIDs, id)
+			i = int32(len(w.ownerIDs))
+			index[id] = i
+		}
 		for _, r := range rs {
 			for s := max(r.Start, 0); s <= min(r.End, TotalSlots-1); s++ {
-				if w.owner[s] == "" {
-					w.owner[s] = id
+				if w.owner[s] == 0 {
+					w.owner[s] = i
 				}
 			}
 		}
@@ -85,11 +95,11 @@ func (w *world) assignOwners(live []*node) {
 // plans, and a map lookup per slot was most of what planning cost.
 func (w *world) groupOwned() {
 	for s := 0; s < len(w.owner); {
-		id, end := w.owner[s], s
-		for end+1 < len(w.owner) && w.owner[end+1] == id {
+		i, end := w.owner[s], s
+		for end+1 < len(w.owner) && w.owner[end+1] == i {
 			end++
 		}
-		if id != "" {
+		if id := w.slotOwner(s); id != "" {
 			if _, seen := w.ownedBy[id]; !seen {
 				w.holders = append(w.holders, id)
 			}
