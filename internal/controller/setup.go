@@ -95,7 +95,7 @@ func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error 
 	}
 	// One look at each node per interval: the cluster controller's
 	// observation keeps every node's INFO answer for the autoscaler.
-	store := looks.New()
+	store := looks.New(nil)
 	if err := setupClusterController(mgr, opts, pool, store); err != nil {
 		return err
 	}
