@@ -3,17 +3,12 @@ package looks
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gomomento/valkey-operator/internal/testbin"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -28,7 +23,7 @@ func (w *wakes) wake(key types.NamespacedName) { w.got = append(w.got, key) }
 // REPLICAOF between looks.
 func TestSamplesWakeTheClusterTakesDoNot(t *testing.T) {
 	ctx := context.Background()
-	addr := startServer(t)
+	addr := testbin.StartPlainValkey(t)
 	dial := func(ctx context.Context) (*valkey.Node, error) { return valkey.Dial(ctx, valkey.Target{Address: addr}) }
 	cluster := types.NamespacedName{Namespace: "ns", Name: "c"}
 	p := pod("uid-1", 0)
@@ -95,46 +90,5 @@ func TestSamplesWakeTheClusterTakesDoNot(t *testing.T) {
 	quiet.record(cluster, p, valkey.Look{Time: time.Now()})
 	if _, err := quiet.Recent(ctx, cluster, p, 0, time.Time{}, refused); err == nil {
 		t.Fatal("a sample that could not dial succeeded")
-	}
-}
-
-// startServer runs a standalone valkey-server on a free port and returns
-// its address.
-func startServer(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("valkey-server")
-	if err != nil {
-		t.Fatal("no valkey-server installed (make valkey)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", fmt.Sprint(port), "--dir", dir, "--save", "",
-		"--appendonly", "no", "--logfile", filepath.Join(dir, "valkey.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "valkey.log"))
-			t.Fatalf("valkey-server not listening on %s: %v\n%s", addr, err, log)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
