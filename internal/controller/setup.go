@@ -94,9 +94,14 @@ func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error 
 		return fmt.Errorf("adding the node connection pool: %w", err)
 	}
 	// One look at each node per interval: the cluster controller's
-	// observation keeps every node's INFO answer for the autoscaler.
-	store := looks.New()
-	if err := setupClusterController(mgr, opts, pool, store); err != nil {
+	// observation keeps every node's INFO answer for the autoscaler, and
+	// the autoscaler's samples wake a cluster whose nodes changed.
+	wakes := newClusterWakes()
+	if err := mgr.Add(wakes); err != nil {
+		return fmt.Errorf("adding the sampled clusters' wakes: %w", err)
+	}
+	store := looks.New(wakes.Wake)
+	if err := setupClusterController(mgr, opts, pool, store, wakes.events); err != nil {
 		return err
 	}
 
@@ -131,8 +136,9 @@ func SetupWithRuntime(mgr ctrl.Manager, opts options.Options, rt Runtime) error 
 
 // setupClusterController registers the cluster controller with what wakes
 // it: its cluster, its nodes, pods, claims and policies, the Secrets it
-// reads, and the menu objects every cluster resolves.
-func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey.Pool, store *looks.Store) error {
+// reads, the menu objects every cluster resolves, and the autoscaler's
+// samples (woken).
+func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey.Pool, store *looks.Store, woken <-chan event.GenericEvent) error {
 	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("building a clientset: %w", err)
@@ -166,6 +172,9 @@ func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey
 		Watches(&corev1.PersistentVolumeClaim{}, h.byInstanceLabel).
 		// A user's TLS Secret is not in the cache; its own watch reports it.
 		WatchesRawSource(source.Channel(secrets.Events, h.byTLSSecret)).
+		// A node whose role, replication link or replicas changed, or that
+		// stopped answering, between the safety passes.
+		WatchesRawSource(source.Channel(woken, &handler.EnqueueRequestForObject{})).
 		Watches(&corev1.Secret{}, h.byOwnSecret).
 		Watches(&valkeyv1.ValkeyConfig{}, h.allClusters).
 		Watches(&valkeyv1.ValkeyImage{}, h.allClusters).

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	vgo "github.com/valkey-io/valkey-go"
 
+	"github.com/gomomento/valkey-operator/internal/testbin"
 	"github.com/gomomento/valkey-operator/internal/valkey"
 )
 
@@ -23,43 +19,15 @@ import (
 // on a free loopback port, and returns a connection to it.
 func startPlain(t *testing.T) *valkey.Node {
 	t.Helper()
-	bin, err := exec.LookPath("valkey-server")
+	addr := testbin.StartPlainValkey(t, "--repl-diskless-load", "on-empty-db")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := valkey.Dial(ctx, valkey.Target{Address: addr})
 	if err != nil {
-		t.Fatal("no valkey-server installed (make valkey)")
+		t.Fatalf("connecting to valkey-server on %s: %v", addr, err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--repl-diskless-load", "on-empty-db",
-		"--logfile", filepath.Join(dir, "valkey.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-exited })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		n, err := valkey.Dial(ctx, valkey.Target{Address: addr})
-		cancel()
-		if err == nil {
-			t.Cleanup(n.Close)
-			return n
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "valkey.log"))
-			t.Fatalf("valkey-server on %s: %v\n%s", addr, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	t.Cleanup(n.Close)
+	return n
 }
 
 // do sends one command to n with a client of the test's own.

@@ -30,8 +30,14 @@ const idleWindow = 75 * time.Second
 // open no connection (no TLS handshake to probe the served certificate)
 // and list no node's ACL rules; at most one safety pass may fall into the
 // window. A change still reaches the nodes at once.
+// Not parallel: the pacing is the shipped one (the suite's operator has a
+// safety pass every 30 s), so it replaces the suite's operator with the
+// operator process that can reach the local runtime's TLS files.
 func TestIdleClusterReloadTicksVisitNoNode(t *testing.T) {
-	t.Parallel()
+	argv, kubeconfig := operatorProcessesInstead(t, localOperator)
+	const own = "idle-reload-operator"
+	createNamespace(t, own)
+	startOperatorProcess(t, append(argv, "--operator-namespace", own), kubeconfig, own, "local")
 	const role = "idle-reload-app"
 	createRole(t, role, valkeyv1.ValkeyRoleSpec{
 		Categories: []valkeyv1.CategoryRule{{Name: "read", Access: valkeyv1.RuleAllow}},

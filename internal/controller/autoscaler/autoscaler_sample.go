@@ -101,7 +101,9 @@ func (r *autoscaler) sampleNode(ctx context.Context, conn *nodeconn.Connector, v
 	ctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 	defer cancel()
 	// The cluster controller's observation, when it looked within the
-	// interval and a half, answered for this tick: one INFO per node.
+	// interval and a half, answered for this tick: one INFO per node. A
+	// look taken here wakes the cluster controller when it finds the
+	// node changed (looks.Store).
 	look, err := r.Looks.Recent(ctx, client.ObjectKeyFromObject(vc), pod, r.interval()*3/2, r.lastReading(pod.UID), func(ctx context.Context) (*valkey.Node, error) {
 		return conn.Dial(ctx, n.Name, pod.Status.PodIP)
 	})

@@ -23,7 +23,7 @@ func TestObserveThenSampleSendsOneInfo(t *testing.T) {
 	ctx := context.Background()
 	key := client.ObjectKeyFromObject(conn.Cluster)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-0", UID: "pod-c-0"}, Status: corev1.PodStatus{PodIP: "127.0.0.1"}}
-	r := &Reconciler{Looks: looks.New()}
+	r := &Reconciler{Looks: looks.New(nil)}
 	dial := func(ctx context.Context) (*valkey.Node, error) { return conn.Dial(ctx, pod.Name, pod.Status.PodIP) }
 	sample := func(maxAge time.Duration) {
 		t.Helper()

@@ -130,8 +130,8 @@ type liveOutcome struct {
 }
 
 // busy says the cluster is not converged on its live settings, or was
-// just changed, so it is looked at again soon rather than at the steady
-// resync.
+// just changed, so it is looked at again soon rather than at the safety
+// pass.
 func (l liveOutcome) busy() bool { return len(l.applying) > 0 || l.acted }
 
 // containerFailure is one container that failed, in the container's words.

@@ -51,10 +51,14 @@ func (r *Reconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Resul
 			// A paused wave waits on the annotation, not on the nodes.
 			s.found.wave.unreachable = unreachableMessage(s.o)
 		}
-		// A cluster waiting for its restore looks again soon: the restore
-		// controller's status writes do not wake this one.
+		// A converged cluster is looked at again at its safety pass: until
+		// then its watched objects and the autoscaler's samples of its
+		// nodes (a role, link or replica count that changed, a node that
+		// stopped answering) wake it. A cluster waiting for its restore
+		// looks again soon: the restore controller's status writes do not
+		// wake this one.
 		if wave.Done() && !s.rotating && !restorePending(vc) && !s.live.busy() {
-			return ctrlrt.Result{RequeueAfter: r.Options.SteadyResync}, nil
+			return ctrlrt.Result{RequeueAfter: r.Options.SafetyFor(vc.UID)}, nil
 		}
 		if lead := wave.Lead(); loggedWait(lead) {
 			log.Info(lead.Reason, "detail", lead.Detail)

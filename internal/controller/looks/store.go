@@ -16,19 +16,31 @@ import (
 // A look is kept under the pod's UID and its containers' restart count, so
 // neither a replaced pod nor a restarted process is answered with the look
 // of the one before. A nil Store keeps nothing: every read asks the node.
+//
+// The looks the autoscaler's samples take (Recent) are the cluster
+// controller's probe between its safety passes: one whose vitals differ
+// from the kept look's, or that fails at a node with a kept look, wakes
+// the cluster.
 type Store struct {
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]map[types.UID]entry
+	wake     func(types.NamespacedName)
 }
 
 // entry is one pod's latest look and the restart count it was taken at.
 type entry struct {
 	restarts int32
 	look     valkey.Look
+	// vitals are the look's, once read (a sample's look is read when
+	// taken; the cluster controller's when a sample is compared with it).
+	vitals *vitals
 }
 
-// New returns an empty store.
-func New() *Store { return &Store{clusters: map[types.NamespacedName]map[types.UID]entry{}} }
+// New returns an empty store that calls wake (when not nil) with the key
+// of a cluster a sample found changed. wake must not block.
+func New(wake func(types.NamespacedName)) *Store {
+	return &Store{clusters: map[types.NamespacedName]map[types.UID]entry{}, wake: wake}
+}
 
 // restarts is the pod's containers' restarts: a process that started again
 // gave no look yet.
@@ -60,16 +72,52 @@ func (s *Store) Recent(ctx context.Context, cluster types.NamespacedName, pod *c
 	if l, ok := s.fresh(cluster, pod, maxAge, time.Now()); ok && l.Time.After(since) {
 		return l, nil
 	}
+	l, err := probe(ctx, pod, dial)
+	if s.sampled(cluster, pod, l, err) && s.wake != nil {
+		s.wake(cluster)
+	}
+	return l, err
+}
+
+// probe takes a new look at the node dial opens.
+func probe(ctx context.Context, pod *corev1.Pod, dial func(context.Context) (*valkey.Node, error)) (valkey.Look, error) {
 	n, err := dial(ctx)
 	if err != nil {
 		return valkey.Look{}, err
 	}
 	defer n.Close()
-	l, err := s.Take(ctx, n, cluster, pod)
+	l, err := n.Look(ctx)
 	if err != nil {
 		return valkey.Look{}, fmt.Errorf("INFO on %s: %w", pod.Name, err)
 	}
 	return l, nil
+}
+
+// sampled keeps a sample's look (when err is nil) and says whether the
+// cluster is to be woken: the pod has a kept look and the sample failed or
+// its vitals differ from the kept look's.
+func (s *Store) sampled(cluster types.NamespacedName, pod *corev1.Pod, l valkey.Look, err error) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, kept := s.clusters[cluster][pod.UID]
+	if err != nil {
+		return kept
+	}
+	cur := vitalsOf(l)
+	changed := kept && keptVitals(old) != cur
+	s.keep(cluster, pod, entry{restarts: restarts(pod), look: l, vitals: &cur})
+	return changed
+}
+
+// keptVitals are the entry's look's vitals.
+func keptVitals(e entry) vitals {
+	if e.vitals != nil {
+		return *e.vitals
+	}
+	return vitalsOf(e.look)
 }
 
 // record keeps l as the pod's look unless a later one is kept already (two
@@ -80,6 +128,11 @@ func (s *Store) record(cluster types.NamespacedName, pod *corev1.Pod, l valkey.L
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.keep(cluster, pod, entry{restarts: restarts(pod), look: l})
+}
+
+// keep is record with s.mu held.
+func (s *Store) keep(cluster types.NamespacedName, pod *corev1.Pod, e entry) {
 	if s.clusters == nil {
 		s.clusters = map[types.NamespacedName]map[types.UID]entry{}
 	}
@@ -88,11 +141,10 @@ func (s *Store) record(cluster types.NamespacedName, pod *corev1.Pod, l valkey.L
 		pods = map[types.UID]entry{}
 		s.clusters[cluster] = pods
 	}
-	r := restarts(pod)
-	if old, ok := pods[pod.UID]; ok && old.restarts == r && old.look.Time.After(l.Time) {
+	if old, ok := pods[pod.UID]; ok && old.restarts == e.restarts && old.look.Time.After(e.look.Time) {
 		return
 	}
-	pods[pod.UID] = entry{restarts: r, look: l}
+	pods[pod.UID] = e
 }
 
 // fresh is the pod's kept look when it is of the same process and younger

@@ -37,7 +37,7 @@ func TestFresh(t *testing.T) {
 		{name: "another cluster", cluster: types.NamespacedName{Namespace: "ns", Name: "d"}, pod: pod("uid-1", 0), maxAge: 45 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New()
+			s := New(nil)
 			s.record(cluster, pod("uid-1", 0), look)
 			got, ok := s.fresh(tc.cluster, tc.pod, tc.maxAge, now)
 			if ok != tc.want || (ok && got.RunID != look.RunID) {
@@ -51,7 +51,7 @@ func TestRecordKeepsTheLaterLook(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cluster := types.NamespacedName{Namespace: "ns", Name: "c"}
 	p := pod("uid-1", 0)
-	s := New()
+	s := New(nil)
 	s.record(cluster, p, valkey.Look{Time: now, RunID: "later"})
 	s.record(cluster, p, valkey.Look{Time: now.Add(-time.Second), RunID: "earlier"})
 	if got, _ := s.fresh(cluster, p, time.Minute, now); got.RunID != "later" {
@@ -71,7 +71,7 @@ func TestKeepAndForgetDrop(t *testing.T) {
 	c1 := types.NamespacedName{Namespace: "ns", Name: "c1"}
 	c2 := types.NamespacedName{Namespace: "ns", Name: "c2"}
 	a, b := pod("a", 0), pod("b", 0)
-	s := New()
+	s := New(nil)
 	for _, c := range []types.NamespacedName{c1, c2} {
 		s.record(c, a, valkey.Look{Time: now})
 		s.record(c, b, valkey.Look{Time: now})

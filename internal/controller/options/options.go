@@ -22,13 +22,18 @@ type Options struct {
 	TLSReloadInterval time.Duration
 	// ACLReloadInterval is the same for the ACL reload controller.
 	ACLReloadInterval time.Duration
-	// ReloadSafetyInterval is how often, give or take a fifth per cluster,
-	// the reload controllers visit every node of a cluster none of whose
-	// watched objects changed: a look they take while idle costs the nodes
-	// nothing, and this pass catches what no watch reports (a node's rules
-	// edited by hand).
-	ReloadSafetyInterval time.Duration
-	// SteadyResync is how often a converged cluster is re-checked.
+	// SafetyInterval is how often, give or take a fifth per cluster
+	// (SafetyFor), a converged cluster nothing woke is looked at again in
+	// full: the cluster controller asks every node and re-checks every
+	// derived object, and the reload controllers visit every node. Between
+	// these passes the cluster is woken by its watched objects and by the
+	// autoscaler's samples of its nodes (a changed role, replication link
+	// or replica count, a node that stops answering); this pass catches
+	// what neither reports (a setting or a node's rules edited by hand).
+	SafetyInterval time.Duration
+	// SteadyResync is how soon a cluster that waits on something only a
+	// person changes (the paused annotation, a reference to fix, a TLS
+	// Secret that does not load) is looked at again.
 	SteadyResync time.Duration
 	// CredentialsSettle is how long a rotation keeps accepting the previous
 	// passwords after the switch: a container restarting meanwhile may
@@ -113,22 +118,23 @@ func DefaultOptions() Options {
 		DefaultZoneSpread: valkeyv1.ZoneSpreadBestEffort,
 		TLSReloadInterval: 30 * time.Second,
 		ACLReloadInterval: 30 * time.Second,
-		// Long next to the tick: a pass over an idle cluster opens a TLS
-		// connection to every node.
-		ReloadSafetyInterval: 5 * time.Minute,
-		SteadyResync:         30 * time.Second,
-		PendingRequeue:       2 * time.Second,
-		CredentialsSettle:    2 * time.Minute,
-		ErrorBackoffBase:     500 * time.Millisecond,
-		ErrorBackoffMax:      time.Minute,
-		SlotBatch:            64,
-		ClusterWorkers:       4,
-		WaveConcurrency:      16,
-		SampleInterval:       30 * time.Second,
-		Namespace:            DefaultNamespace,
-		MeteringInterval:     time.Minute,
-		ExporterImage:        render.DefaultExporterImage,
-		FilterCache:          true,
+		// Long next to the sample interval: a pass over an idle cluster
+		// asks every node several questions and opens a TLS connection to
+		// each, which the samples that wake a cluster make rarely needed.
+		SafetyInterval:    5 * time.Minute,
+		SteadyResync:      30 * time.Second,
+		PendingRequeue:    2 * time.Second,
+		CredentialsSettle: 2 * time.Minute,
+		ErrorBackoffBase:  500 * time.Millisecond,
+		ErrorBackoffMax:   time.Minute,
+		SlotBatch:         64,
+		ClusterWorkers:    4,
+		WaveConcurrency:   16,
+		SampleInterval:    30 * time.Second,
+		Namespace:         DefaultNamespace,
+		MeteringInterval:  time.Minute,
+		ExporterImage:     render.DefaultExporterImage,
+		FilterCache:       true,
 		// RestoreFeedHost comes from the environment (operatorcmd).
 		RestoreFeedAddress: ":" + strconv.Itoa(DefaultRestoreFeedPort),
 	}

@@ -196,7 +196,7 @@ func (r *reloader[N, X]) canIdle(m *reloadMemory[X], vc *valkeyv1.ValkeyCluster,
 	}
 	cond := meta.FindStatusCondition(vc.Status.Conditions, r.condition)
 	current = current && cond != nil && cond.Status == metav1.ConditionTrue
-	safety := safetyInterval(vc.UID, positiveOr(r.Options.ReloadSafetyInterval, options.DefaultOptions().ReloadSafetyInterval))
+	safety := r.Options.SafetyFor(vc.UID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	in := idleInput{
