@@ -38,9 +38,3 @@ func vitalsOf(l valkey.Look) vitals {
 	}
 	return v
 }
-
-// vitalsChanged says whether cur tells the cluster controller something
-// the kept look did not.
-func vitalsChanged(kept, cur valkey.Look) bool {
-	return vitalsOf(kept) != vitalsOf(cur)
-}

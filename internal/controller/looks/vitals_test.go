@@ -57,3 +57,8 @@ func TestVitalsChanged(t *testing.T) {
 		})
 	}
 }
+
+// vitalsChanged is the comparison Store.sampled makes.
+func vitalsChanged(kept, cur valkey.Look) bool {
+	return vitalsOf(kept) != vitalsOf(cur)
+}
