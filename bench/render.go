@@ -342,7 +342,7 @@ func renderFootprint(w *strings.Builder, r Report) {
 		"The operator built from `cmd/valkey-operator` and run as its own process against the",
 		"local control plane, a fresh process per row group. \"converging\" runs from creating",
 		"the clusters (1×0, plaintext) all at once to all of them `Active`; \"idle\" is the",
-		"following window of one steady resync (30 s) once the process has gone quiet. CPU is",
+		"following window of one sample interval (30 s) once the process has gone quiet. CPU is",
 		"user + system time from `/proc/PID/stat`, RSS `VmRSS` from `/proc/PID/status`, sampled",
 		"every 100 ms for the peak; reconciles and API requests come from the operator's own",
 		"`/metrics` (`controller_runtime_reconcile_total`, all controllers, and",

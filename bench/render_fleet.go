@@ -59,7 +59,8 @@ func renderFleet(w *strings.Builder, r Report) {
 		"and the replicas' `REPLCONF` acknowledgements taken out; a replica's PINGs include its",
 		"primary's, every 10 s). The limit beside it: `bench/pingloop`, a plain loop over kept connections",
 		fmt.Sprintf("(the operator's Valkey client, one connection per node) sending each node one PING every %s,", secs(fs[0].PingIntervalSeconds)),
-		"the operator's steady resync, measured the same way over a window as long right after.")
+		"the operator's sample of every node (the cluster controller's probe between its safety passes),",
+		"measured the same way over a window as long right after.")
 	tableHead(w, "lrrrrrrrrrrrr", "shape", "clusters", "nodes", "to all Active", "CPU-seconds converging", "peak RSS",
 		"peak queue depth", "reconcile p50 / p99", "idle CPU (share of a core)", "idle RSS",
 		"API requests per cluster per minute", "Valkey commands per node per minute", "plain PING loop CPU (share of a core)")

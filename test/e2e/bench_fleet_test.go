@@ -32,15 +32,17 @@ import (
 )
 
 // The fleet's idle window: after fleetSettle with every cluster Active, so
-// the last convergence work is over, fleetIdle of two steady resyncs.
+// the last convergence work is over, fleetIdle of two samples of every node.
 const (
 	fleetSettle = 30 * time.Second
 	fleetIdle   = 60 * time.Second
 )
 
 // fleetResync is the cadence of the operator's visits to a converged
-// cluster, and so of the plain loop it is compared with.
-var fleetResync = controller.DefaultOptions().SteadyResync
+// cluster's nodes, the autoscaler's sample (an INFO that also serves as
+// the cluster controller's probe between its safety passes), and so of
+// the plain loop it is compared with.
+var fleetResync = controller.DefaultOptions().SampleInterval
 
 // BenchmarkFleet runs one operator process, as the image does, with many
 // clusters created at once: 1x0 clusters in the numbers of

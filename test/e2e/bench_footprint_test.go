@@ -21,8 +21,8 @@ import (
 	"github.com/gomomento/valkey-operator/internal/controller"
 )
 
-// footprintIdle is the idle window: one steady resync of every cluster.
-var footprintIdle = controller.DefaultOptions().SteadyResync
+// footprintIdle is the idle window: one sample of every node.
+var footprintIdle = controller.DefaultOptions().SampleInterval
 
 // BenchmarkFootprint runs the operator as its own process, as the image
 // does, against the local control plane, and measures its memory and CPU
