@@ -47,11 +47,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || pod == nil {
 		return ctrl.Result{}, err
 	}
+	// A patch, not an update: the cluster controller writes the node's
+	// other status fields (its pod IP, role, slots) as the pod starts, and
+	// an update from this pass's copy would fail on every such write and
+	// redo the pass. Only this controller writes the conditions.
+	before := node.DeepCopy()
 	meta.SetStatusCondition(&node.Status.Conditions, metav1.Condition{
 		Type: valkeyv1.CondPodCreated, Status: metav1.ConditionTrue, Reason: valkeyv1.ReasonPodCreated,
 		Message: "pod " + pod.Name + " created", ObservedGeneration: node.Generation,
 	})
-	if err := r.Status().Update(ctx, &node); err != nil {
+	if err := r.Status().Patch(ctx, &node, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("recording pod creation on node %s: %w", node.Name, err)
 	}
 	return ctrl.Result{}, nil
