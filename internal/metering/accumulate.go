@@ -69,3 +69,16 @@ func SampleDue(last time.Time, now time.Time, interval time.Duration) (bool, tim
 	}
 	return false, wait
 }
+
+// SampleNow is SampleDue, except that a record whose cluster's figure is
+// no longer the one it bills at is sampled at once: the time since the
+// last sample is billed at the old figure and what follows at the new, so
+// a new shard or a resized node is billed from the moment the operator
+// sees it rather than from the next tick.
+func SampleNow(last, now time.Time, interval time.Duration, billed, current int64) (bool, time.Duration) {
+	due, wait := SampleDue(last, now, interval)
+	if due || billed != current {
+		return true, 0
+	}
+	return false, wait
+}

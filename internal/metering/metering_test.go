@@ -135,3 +135,43 @@ func TestSampleDue(t *testing.T) {
 		})
 	}
 }
+
+func TestSampleNow(t *testing.T) {
+	last := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const gb = int64(1e9)
+	tests := []struct {
+		name            string
+		now             time.Time
+		billed, current int64
+		sample          bool
+		wait            time.Duration
+	}{
+		{"figure unchanged, not due", last.Add(time.Minute), gb, gb, false, 4 * time.Minute},
+		{"figure unchanged, due", last.Add(5 * time.Minute), gb, gb, true, 0},
+		{"a node added before the tick", last.Add(time.Minute), gb, 2 * gb, true, 0},
+		{"a node removed before the tick", last.Add(time.Second), 2 * gb, gb, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sample, wait := SampleNow(last, tt.now, 5*time.Minute, tt.billed, tt.current)
+			if sample != tt.sample || wait != tt.wait {
+				t.Fatalf("SampleNow = %v, %s; want %v, %s", sample, wait, tt.sample, tt.wait)
+			}
+		})
+	}
+}
+
+// A change sampled at once bills the time before it at the old figure and
+// the time after at the new one: the same total as samples on a tick that
+// happened to fall on the change.
+func TestSampleAtChangeBillsEachSpanAtItsFigure(t *testing.T) {
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const gb = int64(1e9)
+	m := Meter{}.Advance(start, gb)
+	m = m.Advance(start.Add(90*time.Second), 3*gb) // a change seen 90 s in
+	m = m.Advance(start.Add(5*time.Minute), 3*gb)  // the next tick
+	want := int64(90*1000 + 210*3000)              // megabyte-seconds
+	if m.MegabyteSeconds != want {
+		t.Fatalf("billed %d MB-s, want %d", m.MegabyteSeconds, want)
+	}
+}

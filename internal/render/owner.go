@@ -28,6 +28,17 @@ func controllerRef(kind string, owner metav1.Object) []metav1.OwnerReference {
 	}}
 }
 
+// ControllingCluster is the cluster whose controller reference the object
+// carries, as a ValkeyCluster with its namespace, name and UID set; nil
+// when no cluster controls it.
+func ControllingCluster(o metav1.Object) *v1alpha1.ValkeyCluster {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != kindCluster || ref.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil
+	}
+	return &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: ref.Name, UID: ref.UID}}
+}
+
 // clusterMeta is the metadata of a cluster-level object.
 func (c Cluster) clusterMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{

@@ -26,6 +26,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/controller/options"
 	"github.com/gomomento/valkey-operator/internal/controller/watch"
 	"github.com/gomomento/valkey-operator/internal/metering"
+	"github.com/gomomento/valkey-operator/internal/render"
 )
 
 // meteringReconciler keeps one ValkeyMeteringRecord per ValkeyCluster in
@@ -83,11 +84,6 @@ func (r *meteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 	// Whole seconds: the API keeps times to the second, and a sample time
 	// that lost its fraction on the way would bill that fraction twice.
 	now := time.Now().Truncate(time.Second)
-	if vc != nil && rec.Status.LastSample != nil {
-		if due, wait := metering.SampleDue(rec.Status.LastSample.Time, now, r.Options.MeteringInterval); !due {
-			return ctrlrt.Result{RequeueAfter: wait}, nil
-		}
-	}
 	before := rec.DeepCopy()
 	meter := meterOf(&rec.Status)
 	if vc == nil {
@@ -100,11 +96,19 @@ func (r *meteringReconciler) Reconcile(ctx context.Context, req ctrlrt.Request) 
 		if err != nil {
 			return ctrlrt.Result{}, err
 		}
+		if rec.Status.LastSample != nil {
+			sample, wait := metering.SampleNow(rec.Status.LastSample.Time, now, r.Options.MeteringInterval, rec.Status.ProvisionedBytes, provisioned)
+			if !sample {
+				return ctrlrt.Result{RequeueAfter: wait}, nil
+			}
+		}
 		meter = meter.Advance(now, provisioned)
 		setMeter(&rec.Status, meter)
 		rec.Status.Nodes, rec.Status.Sources = nodes, sources
 	}
-	if err := r.Status().Patch(ctx, &rec, client.MergeFrom(before)); err != nil {
+	// Optimistically locked: a sample computed from a record the cache
+	// shows from before the last write would bill that write's span again.
+	if err := r.Status().Patch(ctx, &rec, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrlrt.Result{}, fmt.Errorf("writing metering record %s: %w", rec.Name, err)
 	}
 	if vc == nil {
@@ -215,8 +219,10 @@ func setMeter(s *valkeyv1.ValkeyMeteringRecordStatus, m metering.Meter) {
 	}
 }
 
-// Setup registers the metering controller: records are reconciled
-// on their own changes and on every change of their cluster.
+// Setup registers the metering controller: records are reconciled on
+// their own changes, on their cluster's creation and deletion, and on a
+// change of a node's billed figure (a node added, removed or resized, a
+// higher peak observed), which is sampled at once.
 func Setup(mgr ctrlrt.Manager, opts options.Options) error {
 	r := &meteringReconciler{Client: mgr.GetClient(), Options: opts, Recorder: mgr.GetEventRecorder("valkey-operator")}
 	byCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -244,9 +250,33 @@ func Setup(mgr ctrlrt.Manager, opts options.Options) error {
 				return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
 			},
 		})).
+		Watches(&valkeyv1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(r.nodeRecord), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return figureChanged(e.ObjectOld, e.ObjectNew) },
+		})).
 		Named("valkeymeteringrecord").
 		Complete(r); err != nil {
 		return fmt.Errorf("setting up metering controller: %w", err)
 	}
 	return nil
+}
+
+// nodeRecord is the record of the cluster that controls the node.
+func (r *meteringReconciler) nodeRecord(_ context.Context, o client.Object) []reconcile.Request {
+	vc := render.ControllingCluster(o)
+	if vc == nil {
+		return nil
+	}
+	return []reconcile.Request{r.recordRequest(vc)}
+}
+
+// figureChanged says whether a node's update changes what it is billed at.
+func figureChanged(old, cur client.Object) bool {
+	o, ok1 := old.(*valkeyv1.ValkeyNode)
+	n, ok2 := cur.(*valkeyv1.ValkeyNode)
+	if !ok1 || !ok2 {
+		return false
+	}
+	before, _ := metering.Figure(metering.NodeFromSpec(o))
+	after, _ := metering.Figure(metering.NodeFromSpec(n))
+	return before != after
 }
