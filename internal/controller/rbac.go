@@ -15,7 +15,7 @@ package controller
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=update;patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=patch
 //
 // Backups: read, and their status written as each one runs; created at a
 // schedule's due times and deleted when out of its retention:
