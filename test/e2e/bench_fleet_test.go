@@ -38,11 +38,11 @@ const (
 	fleetIdle   = 60 * time.Second
 )
 
-// fleetResync is the cadence of the operator's visits to a converged
+// fleetSampleInterval is the cadence of the operator's visits to a converged
 // cluster's nodes, the autoscaler's sample (an INFO that also serves as
 // the cluster controller's probe between its safety passes), and so of
 // the plain loop it is compared with.
-var fleetResync = controller.DefaultOptions().SampleInterval
+var fleetSampleInterval = controller.DefaultOptions().SampleInterval
 
 // BenchmarkFleet runs one operator process, as the image does, with many
 // clusters created at once: 1x0 clusters in the numbers of
@@ -122,7 +122,7 @@ func measureFleet(b *testing.B, bin, ping string, n, shards, replicas int) {
 	b.Cleanup(func() { deleteClustersAndWait(b, 15*time.Minute, ns) })
 
 	rec := record.Fleet{Shape: shape, Clusters: n, Nodes: n * shards * (1 + replicas),
-		SettleSeconds: fleetSettle.Seconds(), PingIntervalSeconds: fleetResync.Seconds()}
+		SettleSeconds: fleetSettle.Seconds(), PingIntervalSeconds: fleetSampleInterval.Seconds()}
 	before, histBefore := op.sample(b), op.scrape(b)
 	peakRSS := op.trackPeakRSS()
 	peakDepth := op.trackQueueDepth("valkeycluster")
@@ -164,7 +164,7 @@ func measureFleet(b *testing.B, bin, ping string, n, shards, replicas int) {
 		rec.IdleSeconds, rec.IdleCPUSeconds, 100*rec.IdleCPUShare(), rec.IdleRSSMiB, rec.IdleReconciles,
 		rec.APIRequestsPerClusterMinute(), rec.CommandsPerNodeMinute(), rec.IdleCommands)
 	b.Logf("limit: a plain loop PINGing each node every %s used %.3f CPU-s over %.0fs (%.2f%% of a core), RSS %.0f MiB; %s",
-		fleetResync, rec.PingCPUSeconds, rec.PingSeconds, 100*rec.PingCPUShare(), rec.PingRSSMiB, loop.summary)
+		fleetSampleInterval, rec.PingCPUSeconds, rec.PingSeconds, 100*rec.PingCPUShare(), rec.PingRSSMiB, loop.summary)
 	if shards == 1 && replicas == 0 {
 		b.Logf("goals at %d clusters of 1x0 (set for 400): Active within 120s: %.1fs; idle CPU <= 5%%: %.1f%%; RSS <= 200 MiB: %.0f MiB; <= 2 API requests per idle cluster per minute: %.2f",
 			n, rec.ActiveSeconds, 100*rec.IdleCPUShare(), max(rec.ConvergingPeakRSSMiB, rec.IdleRSSMiB), rec.APIRequestsPerClusterMinute())
@@ -355,7 +355,7 @@ type pingLoopRun struct {
 // moment every connection is open.
 func measurePingLoop(b *testing.B, bin string, addrs []string, window time.Duration) pingLoopRun {
 	b.Helper()
-	cmd := exec.Command(bin, append([]string{"-interval", fleetResync.String()}, addrs...)...)
+	cmd := exec.Command(bin, append([]string{"-interval", fleetSampleInterval.String()}, addrs...)...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
