@@ -158,12 +158,16 @@ func setupClusterController(mgr ctrl.Manager, opts options.Options, pool *valkey
 	}
 	h := newClusterHandlers(mgr)
 	if err := ctrl.NewControllerManagedBy(mgr).
-		// Not on status writes: the controller writes the status itself on
-		// every step of a bootstrap or a move, and each write would start
-		// another reconcile ahead of the one the step asked for. The
-		// reloaders' conditions are read at the next pass.
+		// Not on its own status writes: the controller writes the status
+		// itself on every step of a bootstrap or a move, and each write
+		// would start another reconcile ahead of the one the step asked
+		// for. What other controllers write there for it to act on (the
+		// autoscaler's shard target, a restore's progress) wakes it. The
+		// reloaders' conditions are read at the next pass: nothing here
+		// acts on them.
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			watch.HandedOver()))).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(autoscaler.IgnoreNewSamples())).
 		// An edited or deleted policy is restored at once.
 		Owns(&networkingv1.NetworkPolicy{}).

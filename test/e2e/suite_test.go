@@ -59,15 +59,25 @@ func startOperator(ctx context.Context) (stop func(), err error) {
 // configuration adjusted by tweak first (a rate limit, say); nil leaves it
 // as the suite runs it.
 func startOperatorWith(ctx context.Context, tweak func(*rest.Config)) (stop func(), err error) {
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return nil, err
-	}
+	return startOperatorFrom(ctx, suiteOptions(), tweak)
+}
+
+// environmentOptions are the shipped defaults with what this machine
+// needs: restore loaders are processes here and reach the operator on
+// loopback, at a port no other run holds; the kubelet here projects a
+// changed Secret within projectionDelay.
+func environmentOptions() controller.Options {
 	opts := controller.DefaultOptions()
-	opts.PendingRequeue = 500 * time.Millisecond
-	// Restore loaders are processes on this machine: they reach the
-	// operator on loopback, at a port no other run holds.
 	opts.RestoreFeedAddress, opts.RestoreFeedHost = "127.0.0.1:0", "127.0.0.1"
+	opts.CredentialsSettle = 2 * projectionDelay
+	return opts
+}
+
+// suiteOptions are the options most tests run the operator with: the
+// shipped ones with some timers shortened, each for the reason given.
+func suiteOptions() controller.Options {
+	opts := environmentOptions()
+	opts.PendingRequeue = 500 * time.Millisecond
 	// Failures the tests provoke on purpose should be retried within a
 	// test's patience, not the shipped minute.
 	opts.ErrorBackoffMax = 5 * time.Second
@@ -78,11 +88,19 @@ func startOperatorWith(ctx context.Context, tweak func(*rest.Config)) (stop func
 	// A converged cluster's full look, and the reloaders' visit of every
 	// node, every 30 s instead of the shipped five minutes: the tests of
 	// other features find what only that pass finds (a setting changed by
-	// hand) within a test's patience. The shipped pacing is proven by the
-	// tests that run the shipped binary.
+	// hand) within a test's patience. Reactions are proven at the shipped
+	// pacing by the tests that run the operator with environmentOptions.
 	opts.SafetyInterval = 30 * time.Second
-	// The kubelet here projects a changed Secret within projectionDelay.
-	opts.CredentialsSettle = 2 * projectionDelay
+	return opts
+}
+
+// startOperatorFrom runs the operator in this process with opts, its API
+// client configuration adjusted by tweak (nil leaves it).
+func startOperatorFrom(ctx context.Context, opts controller.Options, tweak func(*rest.Config)) (stop func(), err error) {
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return nil, err
+	}
 	// As the shipped binary's config: no client-side rate limit (the
 	// apiserver's priority and fairness governs), where client-go's default
 	// of 5 requests a second would throttle every large cluster.

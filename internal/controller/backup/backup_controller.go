@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -20,7 +21,7 @@ import (
 )
 
 // backupWaitInterval is how often a backup waiting for its cluster to be
-// Active looks again; the cluster's own changes are not watched.
+// Active looks again besides the wake its cluster's state change sends.
 const backupWaitInterval = 10 * time.Second
 
 // backupWorkers is how many backups run at once; each holds its worker
@@ -32,6 +33,8 @@ func Setup(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFunc) err
 	r := &backupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Dialer: dialer, now: time.Now}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyBackup{}).
+		// A backup waiting for its cluster to be Active starts once it is.
+		Watches(&valkeyv1.ValkeyCluster{}, backupsOfCluster(mgr.GetClient()), builder.WithPredicates(clusterStateChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: backupWorkers}).
 		Named("valkeybackup").
 		Complete(r); err != nil {

@@ -38,6 +38,9 @@ func SetupRestore(mgr ctrl.Manager, opts options.Options, dialer nodeconn.DialFu
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(withRestore)).
+		// A restore waiting for its ValkeyBackup to complete begins once it
+		// has, not at the end of its error back-off.
+		Watches(&valkeyv1.ValkeyBackup{}, restoresFromBackup(mgr.GetClient()), builder.WithPredicates(backupPhaseChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: restoreWorkers}).
 		Named("restore").
 		Complete(r); err != nil {

@@ -54,10 +54,10 @@ func (r *Reconciler) runWave(ctx context.Context, s *clusterScope) (ctrlrt.Resul
 		// A converged cluster is looked at again at its safety pass: until
 		// then its watched objects and the autoscaler's samples of its
 		// nodes (a role, link or replica count that changed, a node that
-		// stopped answering) wake it. A cluster waiting for its restore
-		// looks again soon: the restore controller's status writes do not
-		// wake this one.
-		if wave.Done() && !s.rotating && !restorePending(vc) && !s.live.busy() {
+		// stopped answering) wake it. So does a cluster waiting for its
+		// restore: each of the restore controller's status writes wakes it
+		// (watch.HandedOver).
+		if wave.Done() && !s.rotating && !s.live.busy() {
 			return ctrlrt.Result{RequeueAfter: r.Options.SafetyFor(vc.UID)}, nil
 		}
 		if lead := wave.Lead(); loggedWait(lead) {
