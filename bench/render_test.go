@@ -170,6 +170,19 @@ func TestRender(t *testing.T) {
 		want: []string{"## Backup and restore",
 			"| 8.0.1 | 953 MiB (104857 keys) | 100.0 MB/s | 250.0 MB/s | 200.0 MB/s | 50.0 MB/s | 500.0 MB/s | 1000.0 MB/s | 0.75 / 0.50 ms |"},
 	}, {
+		name: "autoscaling from the decision, and an older record without those figures",
+		report: with(func(r *Report) {
+			r.Records.Autoscale = []record.Autoscale{
+				{Trigger: "cpu", Cluster: "1x0 → 2x0", SampleIntervalSeconds: 30, SafetyIntervalSeconds: 300,
+					DecisionSeconds: 21.5, DecisionSeenSeconds: 21.7, SlotsSeconds: 50, ActiveSeconds: 60,
+					SlotsAfterDecisionSeconds: 28.5, ActiveAfterDecisionSeconds: 38.5},
+				{Trigger: "memory", Cluster: "1x0 → 2x0", SampleIntervalSeconds: 2, DecisionSeconds: 1.3, SlotsSeconds: 32.2, ActiveSeconds: 43.6},
+			}
+		}),
+		want: []string{"## Autoscaling reaction", "`status.autoscaling.lastScaleOutTime`", "does not\nwait for the safety pass.",
+			"| trigger | cluster | sampling | safety pass | threshold → decision | decision → new shard owns slots | decision → Active |\n|---|---|---:|---:|---:|---:|---:|",
+			"| cpu | 1x0 → 2x0 | 30.0 s | 5m00s | 21.5 s | 28.5 s | 38.5 s |\n| memory | 1x0 → 2x0 | 2.0 s | – | 1.3 s | 30.9 s | 42.3 s |"},
+	}, {
 		name: "one failure in many is not rounded away",
 		report: with(func(r *Report) {
 			r.Records.Availability = []record.Availability{

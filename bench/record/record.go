@@ -141,13 +141,40 @@ type SecretCache struct {
 type Autoscale struct {
 	Trigger string `json:"trigger"` // "memory" or "cpu"
 	Cluster string `json:"cluster"`
-	// SampleIntervalSeconds is the operator's sampling period in the run.
+	// SampleIntervalSeconds is the operator's sampling period in the run,
+	// SafetyIntervalSeconds its safety pass of a converged cluster (0 in
+	// records from before it was kept).
 	SampleIntervalSeconds float64 `json:"sampleIntervalSeconds"`
+	SafetyIntervalSeconds float64 `json:"safetyIntervalSeconds,omitempty"`
 	// From the threshold crossed (the load in place) to the ScaleOut
 	// decision, to the new shard owning slots, and to Active again.
 	DecisionSeconds float64 `json:"decisionSeconds"`
 	SlotsSeconds    float64 `json:"slotsSeconds"`
 	ActiveSeconds   float64 `json:"activeSeconds"`
+	// DecisionSeenSeconds is when the benchmark's polling of the status
+	// first saw the decision, from the threshold; DecisionSeconds is the
+	// autoscaler's own stamp (status.autoscaling.lastScaleOutTime, kept to
+	// the second) narrowed by it.
+	DecisionSeenSeconds float64 `json:"decisionSeenSeconds,omitempty"`
+	// From the decision to the new shard owning slots and to Active again;
+	// records from before these were kept have them as the differences of
+	// the figures above (see SinceDecision).
+	SlotsAfterDecisionSeconds  float64 `json:"slotsAfterDecisionSeconds,omitempty"`
+	ActiveAfterDecisionSeconds float64 `json:"activeAfterDecisionSeconds,omitempty"`
+}
+
+// SinceDecision returns the times from the decision to the new shard
+// owning slots and to Active, derived from the threshold-relative ones in
+// a record that does not have them.
+func (a Autoscale) SinceDecision() (slots, active float64) {
+	slots, active = a.SlotsAfterDecisionSeconds, a.ActiveAfterDecisionSeconds
+	if slots == 0 && a.SlotsSeconds > 0 {
+		slots = a.SlotsSeconds - a.DecisionSeconds
+	}
+	if active == 0 && a.ActiveSeconds > 0 {
+		active = a.ActiveSeconds - a.DecisionSeconds
+	}
+	return slots, active
 }
 
 // DurableRestart is every pod of a persistent cluster deleted at once,
