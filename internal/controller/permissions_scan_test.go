@@ -71,11 +71,23 @@ const (
 // the test, so that nothing the code does goes unnoticed.
 func scanCalls(t *testing.T, dir string, scheme *runtime.Scheme) map[grant][]string {
 	t.Helper()
+	return scan(t, dir, scheme).found
+}
+
+// scan is scanCalls keeping the scanner, whose sites say where each grant
+// is needed and for what object.
+func scan(t *testing.T, dir string, scheme *runtime.Scheme) *scanner {
+	t.Helper()
 	pkgs, err := loadTree(dir)
 	if err != nil {
 		t.Fatalf("loading %s: %v", dir, err)
 	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &scanner{
+		root:   root,
 		fset:   pkgs[0].Fset,
 		info:   mergedInfo(pkgs),
 		ours:   map[*types.Package]bool{},
@@ -84,6 +96,7 @@ func scanCalls(t *testing.T, dir string, scheme *runtime.Scheme) map[grant][]str
 		calls:  map[*types.Func][]*ast.CallExpr{},
 		writes: map[*types.Var][]ast.Expr{},
 		found:  map[grant][]string{},
+		sites:  map[grant][]site{},
 	}
 	var files []*ast.File
 	for _, p := range pkgs {
@@ -108,7 +121,7 @@ func scanCalls(t *testing.T, dir string, scheme *runtime.Scheme) map[grant][]str
 	if len(s.errs) > 0 {
 		t.Fatalf("the scan cannot tell what these calls need:\n%s", strings.Join(s.errs, "\n"))
 	}
-	return s.found
+	return s
 }
 
 // loadTree type-checks the non-test files of the package in dir and of
@@ -180,6 +193,7 @@ type param struct {
 }
 
 type scanner struct {
+	root   string // the directory scanned
 	fset   *token.FileSet
 	info   *types.Info                        // of every package scanned
 	ours   map[*types.Package]bool            // the packages scanned
@@ -187,9 +201,16 @@ type scanner struct {
 	params map[*types.Var]param               // a function's parameters, to follow to its callers
 	calls  map[*types.Func][]*ast.CallExpr    // the calls of each function of the package
 	writes map[*types.Var][]ast.Expr          // what is stored in each variable or field
-	found  map[grant][]string
+	found  map[grant][]string                 // where each grant is needed, as file:line
+	sites  map[grant][]site                   // the same calls, with the object each is for
+	funcs  []*ast.FuncDecl                    // every function declared, to find the one a call is in
 	errs   []string
 }
+
+// A site is one call needing a grant. from is where the type of the object
+// it is for is known (the call itself when it is not for an object): a
+// helper writing an object it is handed writes for the code that hands it.
+type site struct{ at, from ast.Node }
 
 func (s *scanner) pos(n ast.Node) string {
 	p := s.fset.Position(n.Pos())
@@ -204,6 +225,7 @@ func (s *scanner) fail(n ast.Node, format string, args ...any) {
 func (s *scanner) index(n ast.Node) bool {
 	switch n := n.(type) {
 	case *ast.FuncDecl:
+		s.funcs = append(s.funcs, n)
 		fn, _ := s.info.Defs[n.Name].(*types.Func)
 		i := 0
 		for _, field := range n.Type.Params.List {
@@ -318,15 +340,26 @@ func (s *scanner) flowsInto(e ast.Expr) (from []ast.Expr, ok bool) {
 	return s.writes[v], len(s.writes[v]) > 0
 }
 
+// typed is a concrete type an object may have, and the expression that
+// has it.
+type typed struct {
+	t    types.Type
+	from ast.Expr
+}
+
 // objectTypes are the concrete types an object argument may have.
-func (s *scanner) objectTypes(e ast.Expr, depth int) []types.Type {
+func (s *scanner) objectTypes(e ast.Expr, depth int) []typed {
 	t := s.info.TypeOf(e)
 	if t != nil && !types.IsInterface(t) {
-		return []types.Type{t}
+		return []typed{{t, e}}
 	}
 	if tp, isParam := t.(*types.TypeParam); isParam {
 		if args := s.typeArgs(tp, 0); len(args) > 0 {
-			return args
+			out := make([]typed, len(args))
+			for i, a := range args {
+				out[i] = typed{a, e}
+			}
+			return out
 		}
 	}
 	from, ok := s.flowsInto(e)
@@ -334,7 +367,7 @@ func (s *scanner) objectTypes(e ast.Expr, depth int) []types.Type {
 		s.fail(e, "cannot tell the type of object %s", types.ExprString(e))
 		return nil
 	}
-	var out []types.Type
+	var out []typed
 	for _, f := range from {
 		out = append(out, s.objectTypes(f, depth+1)...)
 	}
@@ -483,19 +516,24 @@ func (s *scanner) resourceOf(n ast.Node, pkgPath, name string) (group, resource 
 }
 
 func (s *scanner) need(n ast.Node, group, resource string, verbs ...string) {
+	s.needFor(site{at: n, from: n}, group, resource, verbs...)
+}
+
+func (s *scanner) needFor(x site, group, resource string, verbs ...string) {
 	for _, v := range verbs {
 		g := grant{group: group, resource: resource, verb: v}
-		s.found[g] = append(s.found[g], s.pos(n))
+		s.found[g] = append(s.found[g], s.pos(x.at))
+		s.sites[g] = append(s.sites[g], x)
 	}
 }
 
 func (s *scanner) needOn(n ast.Node, obj ast.Expr, sub string, verbs ...string) {
-	for _, t := range s.objectTypes(obj, 0) {
-		if group, res, ok := s.resource(n, t); ok {
+	for _, o := range s.objectTypes(obj, 0) {
+		if group, res, ok := s.resource(n, o.t); ok {
 			if sub != "" {
 				res += "/" + sub
 			}
-			s.need(n, group, res, verbs...)
+			s.needFor(site{at: n, from: o.from}, group, res, verbs...)
 		}
 	}
 }
