@@ -179,7 +179,7 @@ func TestRender(t *testing.T) {
 				{Trigger: "memory", Cluster: "1x0 → 2x0", SampleIntervalSeconds: 2, DecisionSeconds: 1.3, SlotsSeconds: 32.2, ActiveSeconds: 43.6},
 			}
 		}),
-		want: []string{"## Autoscaling reaction", "`status.autoscaling.lastScaleOutTime`", "does not\nwait for the safety pass.",
+		want: []string{"## Autoscaling reaction", "`status.autoscaling.lastScaleOutTime`", "does not wait\nfor the safety pass.", "up to two intervals",
 			"| trigger | cluster | sampling | safety pass | threshold → decision | decision → new shard owns slots | decision → Active |\n|---|---|---:|---:|---:|---:|---:|",
 			"| cpu | 1x0 → 2x0 | 30.0 s | 5m00s | 21.5 s | 28.5 s | 38.5 s |\n| memory | 1x0 → 2x0 | 2.0 s | – | 1.3 s | 30.9 s | 42.3 s |"},
 	}, {
