@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,12 +67,13 @@ func BenchmarkAutoscaleReaction(b *testing.B) {
 				defer func() { stop(); _ = bench.Wait() }()
 				start = time.Now()
 			}
-			// The decision waits for the next sample, up to one interval;
-			// CPU is a rate over the interval before the sample, so a load
-			// that began late in it may wait for the one after.
+			// The decision waits for a sample that sees the load: the next
+			// tick's, or the one after when the next answers with the look
+			// the cluster controller took at convergence, before the load
+			// (see the sample trail logged below).
 			var seenAt time.Time
 			var stamp *metav1.Time
-			eventually(b, 2*pacing.SampleInterval+time.Minute, "the ScaleOut decision", func() error {
+			eventually(b, 3*pacing.SampleInterval+time.Minute, "the ScaleOut decision", func() error {
 				got := getCluster(b, key)
 				a := got.Status.Autoscaling
 				if a == nil || a.DesiredShards != 2 {
@@ -81,6 +83,7 @@ func BenchmarkAutoscaleReaction(b *testing.B) {
 				return nil
 			})
 			decidedAt := decisionInstant(b, seenAt, stamp)
+			b.Logf("%s: the samples the decision saw: %s", trigger, sampleTrail(b, key, start))
 			eventually(b, 3*time.Minute, "the new shard owning slots", func() error {
 				if n := getCluster(b, key).Status.Shards; n < 2 {
 					return fmt.Errorf("%d slot-holding shards", n)
@@ -137,4 +140,33 @@ func stampString(t *metav1.Time) string {
 		return "none"
 	}
 	return t.Format(time.RFC3339)
+}
+
+// sampleTrail lists each node's kept utilisation samples as seconds from
+// start (the API keeps their times to the second) with the figures the
+// decision compares: what the decision waited for.
+func sampleTrail(t testing.TB, key client.ObjectKey, start time.Time) string {
+	t.Helper()
+	var nodes valkeyv1.ValkeyNodeList
+	if err := k8sClient.List(context.Background(), &nodes, client.InNamespace(key.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: key.Name}); err != nil {
+		t.Fatalf("listing nodes of %s: %v", key, err)
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		var parts []string
+		if u := n.Status.Utilisation; u != nil {
+			for _, s := range u.Samples {
+				part := fmt.Sprintf("%+.0fs", s.Time.Sub(start).Seconds())
+				if s.MemoryPercent != nil {
+					part += fmt.Sprintf(" mem %.1f%%", *s.MemoryPercent)
+				}
+				if s.CPUPercent != nil {
+					part += fmt.Sprintf(" cpu %.1f%%", *s.CPUPercent)
+				}
+				parts = append(parts, part)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s (%s): %s", n.Name, n.Status.Role, strings.Join(parts, ", ")))
+	}
+	return strings.Join(out, "; ")
 }
