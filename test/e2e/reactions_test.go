@@ -104,7 +104,8 @@ func restoreReaction(t *testing.T) {
 	if b = waitBackupFinal(t, client.ObjectKeyFromObject(b)); b.Status.Phase != valkeyv1.BackupCompleted {
 		t.Fatalf("backup %s: %s", b.Status.Phase, b.Status.Message)
 	}
-	backedUp := time.Now()
+	// The backup's own stamp: the restore may begin before a poll sees it.
+	backedUp := b.Status.CompletedAt.Time
 	vc := waitRestored(t, into, 2)
 	active := time.Now()
 	completed := vc.Status.Restore.CompletedAt.Time
