@@ -68,12 +68,8 @@ func BuildOperator(ctx context.Context, spec OperatorSpec, outDir string) (Image
 
 // GoBuildOperator builds the operator binary of spec at out.
 func GoBuildOperator(ctx context.Context, spec OperatorSpec, out string) error {
-	version := spec.Version
-	if version == "" {
-		version = "dev"
-	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false",
-		"-ldflags", "-s -w -X github.com/gomomento/valkey-operator/internal/version.Version="+version,
+		"-ldflags", "-s -w -X github.com/gomomento/valkey-operator/internal/version.Version="+spec.versionOrDev(),
 		"-o", out, "./cmd/valkey-operator")
 	cmd.Dir = spec.RepoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+Platform.OS, "GOARCH="+Platform.Architecture, "GOFLAGS=")

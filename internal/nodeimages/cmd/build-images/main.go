@@ -22,6 +22,8 @@ import (
 
 func main() {
 	out := flag.String("out", "bin/images", "directory to write the image archives to")
+	operatorName := flag.String("operator-image", "", "name of the operator image (default gomomento/valkey-operator:latest, as config/manager and the chart)")
+	version := flag.String("version", "", "version stamped into the operator (default dev, as the Dockerfile)")
 	flag.Parse()
 	root, err := testbin.RepoRoot()
 	if err != nil {
@@ -30,7 +32,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	imgs, err := nodeimages.BuildAll(ctx, root, *out)
+	imgs, err := nodeimages.BuildAll(ctx, nodeimages.Options{
+		RepoRoot: root, OutDir: *out, OperatorName: *operatorName, OperatorVersion: *version,
+	})
 	for _, img := range imgs {
 		fmt.Printf("%s\t%s\t%s\n", img.FullName, img.Digest, img.Path)
 	}
