@@ -1,3 +1,5 @@
+//go:build realnode
+
 package nodeimages
 
 import (
@@ -18,18 +20,15 @@ import (
 // (own root, state and socket; nothing shared with a containerd already
 // running) with ctr, as a node without a registry would, and runs each
 // image's program from it under runc with a read-only root file system.
-// It needs root and containerd, ctr and runc on PATH (hack/install-node.sh),
-// and is skipped with -short.
+// It needs root and containerd, ctr and runc on PATH (make node), so it is
+// built with the real-node tests: go test -tags realnode.
 func TestContainerdImport(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short")
-	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		t.Fatal("needs root: containerd and runc run as root")
 	}
 	for _, p := range []string{"containerd", "ctr", "runc"} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("no %s installed (hack/install-node.sh)", p)
+			t.Fatalf("no %s installed (make node)", p)
 		}
 	}
 	root, err := testbin.RepoRoot()
@@ -37,7 +36,7 @@ func TestContainerdImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "bin", "valkey9", "usr", "bin", "valkey-server")); err != nil {
-		t.Skip("no Valkey 9 tree (hack/install-valkey9.sh)")
+		t.Fatal("no Valkey 9 tree (make valkey)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

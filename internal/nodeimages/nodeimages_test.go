@@ -285,7 +285,7 @@ func TestValkeyImages(t *testing.T) {
 		t.Run(spec.Version, func(t *testing.T) {
 			t.Parallel()
 			if _, err := os.Stat(filepath.Join(spec.Root, "usr", "bin", "valkey-server")); err != nil {
-				t.Skipf("no Valkey %s in %s (hack/install-valkey9.sh)", spec.Version, spec.Root)
+				t.Fatalf("no Valkey %s in %s (make valkey)", spec.Version, spec.Root)
 			}
 			ctx := context.Background()
 			built := buildTwice(t, func(out string) (Image, error) { return BuildValkey(ctx, spec, out) })
