@@ -2,7 +2,6 @@ package realnode
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,9 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/gomomento/valkey-operator/internal/localkube/procscan"
@@ -24,7 +20,8 @@ import (
 // Sysctls are the kernel settings a node changes: the kubelet's kernel
 // tunables (vm.overcommit_memory, vm.panic_on_oom, kernel.panic,
 // kernel.panic_on_oops, the root key quotas) and the forwarding the bridge
-// plugin turns on. Start records them and Stop restores them.
+// plugin turns on. The first run alive on the machine records them, the
+// last one out restores them.
 var Sysctls = []string{
 	"net.ipv4.ip_forward",
 	"net.ipv4.conf.all.forwarding",
@@ -39,7 +36,10 @@ var Sysctls = []string{
 	"kernel.keys.root_maxbytes",
 }
 
-type sysctlValue struct{ name, value string }
+type sysctlValue struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
 
 func sysctlPath(name string) string {
 	return filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
@@ -64,7 +64,7 @@ func readSysctls() ([]sysctlValue, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading sysctl %s: %w", name, err)
 		}
-		vals = append(vals, sysctlValue{name, v})
+		vals = append(vals, sysctlValue{Name: name, Value: v})
 	}
 	return vals, nil
 }
@@ -75,12 +75,12 @@ func readSysctls() ([]sysctlValue, error) {
 func restoreSysctls(vals []sysctlValue) error {
 	var errs []error
 	for _, v := range vals {
-		cur, err := ReadSysctl(v.name)
-		if err != nil || cur == v.value {
+		cur, err := ReadSysctl(v.Name)
+		if err != nil || cur == v.Value {
 			continue
 		}
-		if err := os.WriteFile(sysctlPath(v.name), []byte(v.value), 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restoring sysctl %s to %s: %w", v.name, v.value, err))
+		if err := os.WriteFile(sysctlPath(v.Name), []byte(v.Value), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restoring sysctl %s to %s: %w", v.Name, v.Value, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -89,8 +89,9 @@ func restoreSysctls(vals []sysctlValue) error {
 // OutsidePaths are the paths outside Options.Dir that the kubelet,
 // containerd, its shims or the CNI plugins create whatever they are told:
 // the device-plugin socket directory, the container log links, shim
-// sockets, the CNI result cache. Stop removes what the run put there and
-// those of them that did not exist before Start (when empty).
+// sockets, the CNI result cache. Stop removes what the run put there; the
+// last run out removes those of them that did not exist before the first
+// (once empty).
 var OutsidePaths = []string{
 	"/var/lib/kubelet",
 	"/var/lib/kubelet/device-plugins",
@@ -118,51 +119,50 @@ var OutsidePaths = []string{
 }
 
 type outsidePath struct {
-	path    string
-	existed bool
+	Path    string `json:"path"`
+	Existed bool   `json:"existed"`
 }
 
 func recordOutsidePaths() []outsidePath {
 	var r []outsidePath
 	for _, p := range OutsidePaths {
 		_, err := os.Lstat(p)
-		r = append(r, outsidePath{p, err == nil})
+		r = append(r, outsidePath{Path: p, Existed: err == nil})
 	}
 	return r
 }
 
-// cleanOutside removes what this run left outside its directory, then the
-// outside directories that did not exist before it and are empty now.
-func (n *Node) cleanOutside(started time.Time, sandboxes []string) error {
+// cleanRunOutside removes what the run left outside its directory: the
+// container log links into it, the shim sockets nobody listens on any more
+// made since it started, and the CNI result cache of its sandboxes (libcni
+// keeps it in /var/lib/cni whatever the plugins' configuration says).
+func cleanRunOutside(rec runRecord, sandboxes []string) error {
 	var errs []error
 	rm := func(p string) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("removing %s: %w", p, err))
 		}
 	}
-	// Container log links point into the run's pod log directory.
+	podLogs := filepath.Join(rec.Dir, podLogsDirName) + string(filepath.Separator)
 	if entries, err := os.ReadDir("/var/log/containers"); err == nil {
 		for _, e := range entries {
 			p := filepath.Join("/var/log/containers", e.Name())
-			if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, n.podLogsDir+string(filepath.Separator)) {
+			if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, podLogs) {
 				rm(p)
 			}
 		}
 	}
-	// Shim sockets nobody listens on any more, made since Start.
 	if entries, err := os.ReadDir("/run/containerd/s"); err == nil {
 		listening := listeningUnixSockets()
 		for _, e := range entries {
 			p := filepath.Join("/run/containerd/s", e.Name())
 			info, err := e.Info()
-			if err != nil || listening[p] || info.ModTime().Before(started.Add(-time.Second)) {
+			if err != nil || listening[p] || info.ModTime().Before(rec.Started.Add(-time.Second)) {
 				continue
 			}
 			rm(p)
 		}
 	}
-	// The CNI result cache of the run's sandboxes (libcni keeps it in
-	// /var/lib/cni whatever the plugins' configuration says).
 	if entries, err := os.ReadDir("/var/lib/cni/results"); err == nil {
 		for _, e := range entries {
 			for _, id := range sandboxes {
@@ -172,30 +172,42 @@ func (n *Node) cleanOutside(started time.Time, sandboxes []string) error {
 			}
 		}
 	}
-	// The kubelet's device-plugin socket and checkpoint, unless another
-	// kubelet runs on this machine and uses them.
-	if !otherKubelets(n.kubeletProc) {
+	return errors.Join(errs...)
+}
+
+// restoreMachine undoes what the runs changed on the machine once the last
+// of them is gone: the sysctls, the kubelet's device-plugin socket and
+// checkpoint (unless some other kubelet runs here), and the outside
+// directories that did not exist before the first run, when empty.
+func restoreMachine(ms machineState) error {
+	var errs []error
+	if err := restoreSysctls(ms.Sysctls); err != nil {
+		errs = append(errs, err)
+	}
+	if !otherKubelets(0) {
 		for _, f := range []string{"kubelet.sock", "kubelet_internal_checkpoint"} {
-			rm(filepath.Join("/var/lib/kubelet/device-plugins", f))
+			p := filepath.Join("/var/lib/kubelet/device-plugins", f)
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing %s: %w", p, err))
+			}
 		}
 	}
-	// Deepest first, so a parent is empty once its children went.
-	created := append([]outsidePath(nil), n.outside...)
-	sort.Slice(created, func(i, j int) bool { return len(created[i].path) > len(created[j].path) })
+	created := append([]outsidePath(nil), ms.Outside...)
+	sort.Slice(created, func(i, j int) bool { return len(created[i].Path) > len(created[j].Path) })
 	for _, o := range created {
-		if o.existed {
+		if o.Existed {
 			continue
 		}
-		if err := os.Remove(o.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			if entries, _ := os.ReadDir(o.path); len(entries) > 0 {
+		if err := os.Remove(o.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if entries, _ := os.ReadDir(o.Path); len(entries) > 0 {
 				var names []string
 				for _, e := range entries {
 					names = append(names, e.Name())
 				}
-				errs = append(errs, fmt.Errorf("%s, made by this run, still holds %s", o.path, strings.Join(names, ", ")))
+				errs = append(errs, fmt.Errorf("%s, made by a run, still holds %s", o.Path, strings.Join(names, ", ")))
 				continue
 			}
-			errs = append(errs, fmt.Errorf("removing %s: %w", o.path, err))
+			errs = append(errs, fmt.Errorf("removing %s: %w", o.Path, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -219,12 +231,12 @@ func listeningUnixSockets() map[string]bool {
 	return m
 }
 
-// otherKubelets reports whether a kubelet other than own runs here.
-func otherKubelets(own *daemon) bool {
+// otherKubelets reports whether a kubelet other than pid own runs here.
+func otherKubelets(own int) bool {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || (own != nil && pid == own.pid()) {
+		if err != nil || pid == own {
 			continue
 		}
 		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
@@ -255,29 +267,27 @@ func cgroupMounts() ([]string, error) {
 // createCgroups makes root in every cgroup hierarchy, the cgroup the
 // kubelet puts its pods under (cgroupRoot). A v1 cpuset cgroup starts
 // with no CPUs or memory nodes: it gets its parent's.
-func createCgroups(root string) ([]string, error) {
+func createCgroups(root string) error {
 	mounts, err := cgroupMounts()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var made []string
 	for _, m := range mounts {
 		p := filepath.Join(m, root)
 		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return made, fmt.Errorf("creating cgroup %s: %w", p, err)
+			return fmt.Errorf("creating cgroup %s: %w", p, err)
 		}
-		made = append(made, p)
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 			if v, err := os.ReadFile(filepath.Join(m, f)); err == nil {
 				if _, err := os.Stat(filepath.Join(p, f)); err == nil {
 					if err := os.WriteFile(filepath.Join(p, f), v, 0o644); err != nil {
-						return made, fmt.Errorf("cgroup %s: setting %s: %w", p, f, err)
+						return fmt.Errorf("cgroup %s: setting %s: %w", p, f, err)
 					}
 				}
 			}
 		}
 	}
-	return made, nil
+	return nil
 }
 
 // cgroupTree lists the cgroups under (and including) top, deepest first.
@@ -310,22 +320,49 @@ func CgroupPIDs(top string) []int {
 	return pids
 }
 
-// killCgroups kills every process in the run's cgroups: what is left of
-// the pods' containers once the kubelet is gone.
-func (n *Node) killCgroups() {
-	for _, top := range n.cgroups {
+// runCgroups are the run's cgroups that exist, one per hierarchy.
+func runCgroups(root string) []string {
+	mounts, _ := cgroupMounts()
+	var r []string
+	for _, m := range mounts {
+		p := filepath.Join(m, root)
+		if _, err := os.Stat(p); err == nil {
+			r = append(r, p)
+		}
+	}
+	return r
+}
+
+// killCgroups kills every process in the cgroups under root (what is left
+// of the pods' containers once the kubelet is gone) and waits up to 5s for
+// each to be reaped: by its shim, while the shims live, so that none is
+// left a zombie for init to collect.
+func killCgroups(root string) {
+	var killed []int
+	for _, top := range runCgroups(root) {
 		for _, pid := range CgroupPIDs(top) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed = append(killed, pid)
+			}
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range killed {
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
 
-// removeCgroups removes the run's cgroups, children first, once the
+// removeCgroups removes the cgroups under root, children first, once the
 // processes in them are gone (a dying process keeps its cgroup busy for a
 // moment).
-func (n *Node) removeCgroups() error {
+func removeCgroups(root string) error {
 	var errs []error
-	for _, top := range n.cgroups {
+	for _, top := range runCgroups(root) {
 		deadline := time.Now().Add(10 * time.Second)
 		for _, d := range cgroupTree(top) {
 			for {
@@ -344,7 +381,6 @@ func (n *Node) removeCgroups() error {
 			}
 		}
 	}
-	n.cgroups = nil
 	return errors.Join(errs...)
 }
 
@@ -435,11 +471,13 @@ func unmountAll(dir string) error {
 	return nil
 }
 
-// sandboxIDs are the pod sandboxes containerd's CRI plugin knows of.
-func (n *Node) sandboxIDs() []string {
+// sandboxIDs are the pod sandboxes the CRI plugin of the containerd of
+// the run in dir knows of.
+func sandboxIDs(dir string) []string {
+	p := newContainerdPaths(dir)
 	seen := map[string]bool{}
 	var ids []string
-	for _, base := range []string{n.containerd.root, n.containerd.state} {
+	for _, base := range []string{p.root, p.state} {
 		entries, _ := os.ReadDir(filepath.Join(base, "io.containerd.grpc.v1.cri", "sandboxes"))
 		for _, e := range entries {
 			if !seen[e.Name()] {
@@ -452,16 +490,16 @@ func (n *Node) sandboxIDs() []string {
 }
 
 // killStragglers kills the processes that belong to the run's directory
-// (shims run with their bundle there and name its containerd socket),
-// other than containerd itself, and waits for them to go.
-func (n *Node) killStragglers(except ...int) error {
+// dir (shims run with their bundle there and name its containerd socket),
+// but those in except, and waits for them to go.
+func killStragglers(dir string, except ...int) error {
 	skip := map[int]bool{}
 	for _, p := range except {
 		skip[p] = true
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		procs, err := procscan.Under(n.dir + string(filepath.Separator))
+		procs, err := procscan.Under(dir + string(filepath.Separator))
 		if err != nil {
 			return fmt.Errorf("listing processes: %w", err)
 		}
@@ -492,61 +530,4 @@ func isZombie(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
-}
-
-// Stop stops the kubelet and containerd, kills what is left of the pods
-// and the shims, unmounts everything under Dir, removes the bridge, the
-// cgroups and what the run made outside Dir, restores the sysctls, and
-// deletes the Node and its RBAC binding. It keeps Dir (logs stay there)
-// and is safe to call twice.
-func (n *Node) Stop() error {
-	n.stopOnce.Do(func() { n.stopErr = n.stop() })
-	return n.stopErr
-}
-
-func (n *Node) stop() error {
-	var errs []error
-	add := func(step string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", step, err))
-		}
-	}
-	n.kubeletProc.stop(15 * time.Second)
-	sandboxes := n.sandboxIDs()
-	n.killCgroups()
-	var keep []int
-	if n.containerdProc != nil && !n.containerdProc.exited() {
-		keep = append(keep, n.containerdProc.pid())
-	}
-	add("killing shims", n.killStragglers(keep...))
-	n.containerdProc.stop(10 * time.Second)
-	add("killing leftover processes", n.killStragglers())
-	add("unmounting", unmountAll(n.dir))
-	add("removing cgroups", n.removeCgroups())
-	add("removing the bridge", n.network.remove())
-	add("restoring sysctls", restoreSysctls(n.sysctls))
-	add("cleaning up outside "+n.dir, n.cleanOutside(n.started, sandboxes))
-	add("deleting the node from the API", n.unregister())
-	if len(errs) > 0 {
-		return fmt.Errorf("realnode %s: stopping: %w", n.Name, errors.Join(errs...))
-	}
-	return nil
-}
-
-// unregister deletes the Node object and the node user's binding.
-func (n *Node) unregister() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var errs []error
-	if n.registered {
-		if err := n.client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting node %s: %w", n.Name, err))
-		}
-	}
-	if n.rbacBinding != "" {
-		if err := n.client.RbacV1().ClusterRoleBindings().Delete(ctx, n.rbacBinding, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting ClusterRoleBinding %s: %w", n.rbacBinding, err))
-		}
-	}
-	return errors.Join(errs...)
 }

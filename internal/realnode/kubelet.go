@@ -2,12 +2,12 @@ package realnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -172,17 +172,20 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// kubeletPort is the port the kubelet serves on, from its config.
-func (n *Node) kubeletPort() int {
-	data, err := os.ReadFile(n.kubeletPath("config.yaml"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "port: "); ok {
-			p, _ := strconv.Atoi(strings.TrimSpace(v))
-			return p
+// unregister deletes the Node object and the node user's binding.
+func (n *Node) unregister() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var errs []error
+	if n.registered {
+		if err := n.client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting node %s: %w", n.Name, err))
 		}
 	}
-	return 0
+	if n.rbacBinding != "" {
+		if err := n.client.RbacV1().ClusterRoleBindings().Delete(ctx, n.rbacBinding, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting ClusterRoleBinding %s: %w", n.rbacBinding, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -92,9 +92,8 @@ type Node struct {
 	kubeletRoot    string
 	podLogsDir     string
 	network        *network
-	sysctls        []sysctlValue
-	outside        []outsidePath
-	cgroups        []string
+	rec            runRecord
+	joined         bool
 	containerdProc *daemon
 	kubeletProc    *daemon
 	rbacBinding    string
@@ -145,7 +144,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	n.containerd = newContainerdPaths(dir)
 	n.cniConfDir = filepath.Join(dir, "cni", "net.d")
 	n.kubeletRoot = filepath.Join(dir, "kubelet")
-	n.podLogsDir = filepath.Join(dir, "pod-logs")
+	n.podLogsDir = filepath.Join(dir, podLogsDirName)
 	if n.client, err = kubernetes.NewForConfig(opts.Config); err != nil {
 		return nil, fmt.Errorf("realnode: client: %w", err)
 	}
@@ -177,14 +176,17 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	return n, nil
 }
 
-// prepare records what the node will change on the machine, then makes
+// prepare registers the run (recording the machine as found when no other
+// run is alive, and cleaning up after runs whose process died), then makes
 // its directories, bridge, CNI configuration and cgroups.
 func (n *Node) prepare(context.Context) error {
-	var err error
-	if n.sysctls, err = readSysctls(); err != nil {
+	outside := recordOutsidePaths()
+	n.rec = ownRecord(n.id, n.dir, n.CgroupRoot, n.started)
+	if err := join(n.rec, outside); err != nil {
 		return err
 	}
-	n.outside = recordOutsidePaths()
+	n.joined = true
+	var err error
 	for _, d := range []string{filepath.Join(n.dir, "logs"), n.kubeletRoot, n.podLogsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -201,10 +203,14 @@ func (n *Node) prepare(context.Context) error {
 		return err
 	}
 	n.Bridge, n.PodSubnet = n.network.bridge, n.network.subnet
+	n.rec.Bridge = n.Bridge
+	if err := update(n.rec); err != nil {
+		return err
+	}
 	if err := n.network.writeConflist(n.cniConfDir, filepath.Join(n.dir, "cni", "ipam"), n.cniNetworkName()); err != nil {
 		return fmt.Errorf("writing the CNI configuration: %w", err)
 	}
-	if n.cgroups, err = createCgroups(n.CgroupRoot); err != nil {
+	if err := createCgroups(n.CgroupRoot); err != nil {
 		return err
 	}
 	return nil
@@ -225,3 +231,50 @@ func (n *Node) Dir() string { return n.dir }
 
 // LogDir holds containerd.log and kubelet.log.
 func (n *Node) LogDir() string { return filepath.Join(n.dir, "logs") }
+
+// Stop stops the kubelet and containerd, kills what is left of the pods
+// and the shims, unmounts everything under Dir, removes the bridge, the
+// cgroups and what the run left outside Dir, and deletes the Node and its
+// RBAC binding. The last run out on this machine restores the sysctls and
+// removes the directories outside Dir the runs made. Stop keeps Dir (the
+// logs are there) and is safe to call twice.
+func (n *Node) Stop() error {
+	n.stopOnce.Do(func() { n.stopErr = n.stop() })
+	return n.stopErr
+}
+
+func (n *Node) stop() error {
+	var errs []error
+	add := func(step string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", step, err))
+		}
+	}
+	n.kubeletProc.stop(15 * time.Second)
+	sandboxes := sandboxIDs(n.dir)
+	// The pods' processes, then the shims, go before containerd, which
+	// would otherwise restart nothing but keep their state.
+	killCgroups(n.CgroupRoot)
+	var keep []int
+	if n.containerdProc != nil && !n.containerdProc.exited() {
+		keep = append(keep, n.containerdProc.pid())
+	}
+	add("killing shims", killStragglers(n.dir, keep...))
+	n.containerdProc.stop(10 * time.Second)
+	if n.joined {
+		if err := teardownRun(n.rec, sandboxes); err != nil {
+			// The record stays: the next run retries once this process is gone.
+			add("tearing down", err)
+		} else {
+			add("restoring the machine", leave(n.id))
+		}
+	}
+	add("deleting the node from the API", n.unregister())
+	if len(errs) > 0 {
+		return fmt.Errorf("realnode %s: stopping: %w", n.Name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// podLogsDirName is the kubelet's podLogsDir, under Dir.
+const podLogsDirName = "pod-logs"

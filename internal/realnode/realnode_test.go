@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,104 +30,21 @@ import (
 // hardened pod, deletes it, stops the node and checks that nothing of the
 // run is left on the machine.
 func TestHardenedPodOnRealNode(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a real node needs root")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-
-	sysctlsBefore := map[string]string{}
-	for _, name := range realnode.Sysctls {
-		if v, err := realnode.ReadSysctl(name); err == nil {
-			sysctlsBefore[name] = v
-		}
-	}
-	outsideBefore := existing(realnode.OutsidePaths)
-
-	t0 := time.Now()
-	kc, err := realnode.NewKubeletClient(filepath.Join(dir, "apiserver-kubelet-client"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := localkube.StartControlPlane(ctx, localkube.ControlPlaneOptions{
-		Dir:                     filepath.Join(dir, "cp"),
-		ServiceAccountAdmission: true,
-		APIServerArgs:           kc.APIServerArgs(),
-		ControllerManagerArgs:   []string{"--flex-volume-plugin-dir=" + filepath.Join(dir, "cp", "flex")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	}()
-	t.Logf("control plane up in %v", time.Since(t0).Round(time.Millisecond))
-
+	ctx, cs, cp, dir, before := setup(t)
 	t1 := time.Now()
-	node, err := realnode.Start(ctx, realnode.Options{
-		Config:          cp.Config,
-		Users:           cp.Env,
-		Dir:             filepath.Join(dir, "node"),
-		KubeletClientCA: kc.CAFile,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			if err := node.Stop(); err != nil {
-				t.Errorf("stopping the node: %v", err)
-			}
-		}
-	}()
+	node := startNode(ctx, t, cp, dir, "node")
 	t.Logf("node %s Ready in %v (bridge %s, pod subnet %s, IP %s)", node.Name, time.Since(t1).Round(time.Millisecond), node.Bridge, node.PodSubnet, node.IP)
 	for _, s := range node.Timings {
 		t.Logf("  %-20s %v", s.Step, s.Took.Round(time.Millisecond))
 	}
-	cgroupDirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", node.CgroupRoot))
-	if len(cgroupDirs) == 0 {
-		t.Errorf("no cgroup %s made", node.CgroupRoot)
-	}
-
-	cs, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := "default"
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: ns},
-		Data:       map[string][]byte{"password": []byte("s3cret")},
-	}
-	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pod := hardenedPod(ns, node.Name)
-	t2 := time.Now()
-	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var running *corev1.Pod
-	if err := waitFor(ctx, time.Minute, func() (bool, string) {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
+	cgroupDirs := cgroupsOf(t, node)
+	for _, name := range realnode.Sysctls {
+		if now, _ := realnode.ReadSysctl(name); now != before.sysctls[name] {
+			t.Logf("  sysctl %s %s → %s while the node runs", name, before.sysctls[name], now)
 		}
-		running = p
-		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", podState(p)
-	}); err != nil {
-		t.Fatalf("pod did not run: %v\n(logs in %s)", err, node.LogDir())
-	}
-	t.Logf("pod create → Running in %v, IP %s", time.Since(t2).Round(time.Millisecond), running.Status.PodIP)
-	if ip := net.ParseIP(running.Status.PodIP); ip == nil || !node.PodSubnet.Contains(ip) {
-		t.Errorf("pod IP %s is not in the run's subnet %s", running.Status.PodIP, node.PodSubnet)
 	}
 
-	// The container's process, found in the run's cgroups.
-	pid := pausePID(t, node.CgroupRoot)
+	pid := runHardenedPod(ctx, t, cs, node, "hardened")
 	status := procStatus(t, pid)
 	for field, want := range map[string]string{
 		"Uid":        "999\t999\t999\t999",
@@ -144,8 +62,13 @@ func TestHardenedPodOnRealNode(t *testing.T) {
 	root := fmt.Sprintf("/proc/%d/root", pid)
 	if fi, err := os.Stat(filepath.Join(root, "secret", "password")); err != nil {
 		t.Errorf("secret file: %v", err)
-	} else if fi.Mode().Perm() != 0o440 {
-		t.Errorf("secret file mode %v, want 0440", fi.Mode().Perm())
+	} else if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o440 || st.Gid != 999 {
+		t.Errorf("secret file mode %v group %d, want 0440 and 999", fi.Mode().Perm(), st.Gid)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "data")); err != nil {
+		t.Errorf("emptyDir: %v", err)
+	} else if st := fi.Sys().(*syscall.Stat_t); st.Gid != 999 || fi.Mode().Perm()&0o070 != 0o070 {
+		t.Errorf("emptyDir mode %v group %d, want group 999 with rwx", fi.Mode().Perm(), st.Gid)
 	}
 	if err := os.WriteFile(filepath.Join(root, "pause-was-here"), nil, 0o644); err == nil {
 		t.Errorf("root filesystem of the container is writable")
@@ -153,16 +76,208 @@ func TestHardenedPodOnRealNode(t *testing.T) {
 
 	// Logs go from the apiserver to the kubelet at its InternalIP, with the
 	// apiserver's kubelet client certificate.
-	if _, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx); err != nil {
+	if _, err := cs.CoreV1().Pods("default").GetLogs("hardened", &corev1.PodLogOptions{}).DoRaw(ctx); err != nil {
 		t.Errorf("pod logs through the apiserver: %v", err)
 	}
 
 	t3 := time.Now()
-	if err := cs.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+	deletePod(ctx, t, cs, "hardened")
+	t.Logf("pod delete → gone in %v", time.Since(t3).Round(time.Millisecond))
+
+	t4 := time.Now()
+	if err := node.Stop(); err != nil {
+		t.Errorf("stopping the node: %v", err)
+	}
+	t.Logf("node stopped and cleaned up in %v", time.Since(t4).Round(time.Millisecond))
+	assertNodeGone(ctx, t, cs, node, pid, cgroupDirs)
+	assertMachineRestored(t, dir, before)
+}
+
+// TestStopWithRunningPod stops a node whose pod still runs: Stop kills the
+// container and its shim, unmounts its root filesystem, volumes and network
+// namespace, and leaves nothing either.
+func TestStopWithRunningPod(t *testing.T) {
+	ctx, cs, cp, dir, before := setup(t)
+	node := startNode(ctx, t, cp, dir, "node")
+	cgroupDirs := cgroupsOf(t, node)
+	pid := runHardenedPod(ctx, t, cs, node, "left-running")
+	if mounts, _ := realnode.MountsUnder(node.Dir()); len(mounts) == 0 {
+		t.Errorf("no mounts under %s while a pod runs", node.Dir())
+	}
+	t0 := time.Now()
+	if err := node.Stop(); err != nil {
+		t.Errorf("stopping the node: %v", err)
+	}
+	t.Logf("node with a running pod stopped and cleaned up in %v", time.Since(t0).Round(time.Millisecond))
+	assertNodeGone(ctx, t, cs, node, pid, cgroupDirs)
+	assertMachineRestored(t, dir, before)
+}
+
+// TestTwoNodesSideBySide runs two nodes on one machine and one control
+// plane: each gets its own bridge and subnet, and stopping the first
+// leaves the second, its pod and the machine settings it relies on alone.
+func TestTwoNodesSideBySide(t *testing.T) {
+	ctx, cs, cp, dir, before := setup(t)
+	a := startNode(ctx, t, cp, dir, "a")
+	b := startNode(ctx, t, cp, dir, "b")
+	t.Logf("nodes %s (%s, %s) and %s (%s, %s)", a.Name, a.Bridge, a.PodSubnet, b.Name, b.Bridge, b.PodSubnet)
+	if a.Bridge == b.Bridge || a.PodSubnet.Contains(b.PodSubnet.IP) || b.PodSubnet.Contains(a.PodSubnet.IP) {
+		t.Fatalf("the nodes share a bridge or subnet")
+	}
+	aCgroups, bCgroups := cgroupsOf(t, a), cgroupsOf(t, b)
+	aPID := runHardenedPod(ctx, t, cs, a, "on-a")
+	bPID := runHardenedPod(ctx, t, cs, b, "on-b")
+	during := map[string]string{}
+	for _, name := range realnode.Sysctls {
+		during[name], _ = realnode.ReadSysctl(name)
+	}
+
+	if err := a.Stop(); err != nil {
+		t.Errorf("stopping node a: %v", err)
+	}
+	assertNodeGone(ctx, t, cs, a, aPID, aCgroups)
+	for name, v := range during {
+		if now, _ := realnode.ReadSysctl(name); now != v {
+			t.Errorf("sysctl %s restored to %s while node b still runs (was %s)", name, now, v)
+		}
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", bPID)); err != nil {
+		t.Errorf("the container on node b is gone: %v", err)
+	}
+	p, err := cs.CoreV1().Pods("default").Get(ctx, "on-b", metav1.GetOptions{})
+	if err != nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("pod on node b after node a stopped: %v %v", err, p.Status.Phase)
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, b.Name, metav1.GetOptions{})
+	if err != nil || !nodeReady(n) {
+		t.Errorf("node b not Ready after node a stopped: %v", err)
+	}
+
+	if err := b.Stop(); err != nil {
+		t.Errorf("stopping node b: %v", err)
+	}
+	assertNodeGone(ctx, t, cs, b, bPID, bCgroups)
+	assertMachineRestored(t, dir, before)
+}
+
+// machine is what the tests compare after the runs.
+type machine struct {
+	sysctls map[string]string
+	outside map[string]bool
+}
+
+func setup(t *testing.T) (context.Context, kubernetes.Interface, *localkube.ControlPlane, string, machine) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a real node needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	before := machine{sysctls: map[string]string{}, outside: existing(append(realnode.OutsidePaths, realnode.StateDir))}
+	for _, name := range realnode.Sysctls {
+		if v, err := realnode.ReadSysctl(name); err == nil {
+			before.sysctls[name] = v
+		}
+	}
+	t0 := time.Now()
+	kc, err := realnode.NewKubeletClient(filepath.Join(dir, "apiserver-kubelet-client"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := localkube.StartControlPlane(ctx, localkube.ControlPlaneOptions{
+		Dir:                     filepath.Join(dir, "cp"),
+		ServiceAccountAdmission: true,
+		APIServerArgs:           kc.APIServerArgs(),
+		ControllerManagerArgs:   []string{"--flex-volume-plugin-dir=" + filepath.Join(dir, "cp", "flex")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	t.Logf("control plane up in %v", time.Since(t0).Round(time.Millisecond))
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"},
+		Data:       map[string][]byte{"password": []byte("s3cret")},
+	}
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cs, cp, dir, before
+}
+
+// startNode starts a node in dir/sub; the test's cleanup stops it (a
+// second Stop does nothing).
+func startNode(ctx context.Context, t *testing.T, cp *localkube.ControlPlane, dir, sub string) *realnode.Node {
+	t.Helper()
+	node, err := realnode.Start(ctx, realnode.Options{
+		Config:          cp.Config,
+		Users:           cp.Env,
+		Dir:             filepath.Join(dir, sub),
+		KubeletClientCA: filepath.Join(dir, "apiserver-kubelet-client", "kubelet-client-ca.crt"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := node.Stop(); err != nil {
+			t.Errorf("stopping node %s: %v", node.Name, err)
+		}
+	})
+	return node
+}
+
+func cgroupsOf(t *testing.T, node *realnode.Node) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", node.CgroupRoot))
+	if len(dirs) == 0 {
+		t.Errorf("no cgroup %s made", node.CgroupRoot)
+	}
+	return dirs
+}
+
+// runHardenedPod runs the hardened pod on node, checks its IP is of the
+// node's subnet and returns its container's process.
+func runHardenedPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *realnode.Node, name string) int {
+	t.Helper()
+	pod := hardenedPod("default", name, node.Name)
+	t0 := time.Now()
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var running *corev1.Pod
+	if err := waitFor(ctx, time.Minute, func() (bool, string) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		running = p
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", podState(p)
+	}); err != nil {
+		t.Fatalf("pod %s did not run: %v\n(logs in %s)", name, err, node.LogDir())
+	}
+	t.Logf("pod %s create → Running in %v, IP %s", name, time.Since(t0).Round(time.Millisecond), running.Status.PodIP)
+	if ip := net.ParseIP(running.Status.PodIP); ip == nil || !node.PodSubnet.Contains(ip) {
+		t.Errorf("pod IP %s is not in the node's subnet %s", running.Status.PodIP, node.PodSubnet)
+	}
+	return pausePID(t, node.CgroupRoot)
+}
+
+func deletePod(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	if err := cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, time.Minute, func() (bool, string) {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""
 		}
@@ -171,30 +286,26 @@ func TestHardenedPodOnRealNode(t *testing.T) {
 		}
 		return false, podState(p)
 	}); err != nil {
-		t.Fatalf("pod not deleted: %v", err)
+		t.Fatalf("pod %s not deleted: %v", name, err)
 	}
-	t.Logf("pod delete → gone in %v", time.Since(t3).Round(time.Millisecond))
+}
 
-	t4 := time.Now()
-	stopped = true
-	if err := node.Stop(); err != nil {
-		t.Errorf("stopping the node: %v", err)
-	}
-	t.Logf("node stopped and cleaned up in %v", time.Since(t4).Round(time.Millisecond))
-
-	// Nothing of the run is left.
+// assertNodeGone checks nothing of one stopped node is left: processes,
+// its container, mounts, bridge, cgroups, the Node object.
+func assertNodeGone(ctx context.Context, t *testing.T, cs kubernetes.Interface, node *realnode.Node, pid int, cgroupDirs []string) {
+	t.Helper()
 	if procs, err := procscan.Under(node.Dir() + "/"); err != nil {
 		t.Error(err)
 	} else if len(procs) > 0 {
-		t.Errorf("processes of the run left: %v", procs)
+		t.Errorf("processes of node %s left: %v", node.Name, procs)
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-		t.Errorf("container process %d still alive", pid)
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		t.Errorf("container process %d still there:\n%s", pid, b)
 	}
-	if mounts, err := realnode.MountsUnder(dir); err != nil {
+	if mounts, err := realnode.MountsUnder(node.Dir()); err != nil {
 		t.Error(err)
 	} else if len(mounts) > 0 {
-		t.Errorf("mounts left under %s: %v", dir, mounts)
+		t.Errorf("mounts left under %s: %v", node.Dir(), mounts)
 	}
 	if _, err := net.InterfaceByName(node.Bridge); err == nil {
 		t.Errorf("bridge %s still exists", node.Bridge)
@@ -204,25 +315,48 @@ func TestHardenedPodOnRealNode(t *testing.T) {
 			t.Errorf("cgroup %s still exists", d)
 		}
 	}
-	for name, before := range sysctlsBefore {
-		if now, _ := realnode.ReadSysctl(name); now != before {
-			t.Errorf("sysctl %s = %s after the run, %s before", name, now, before)
-		}
-	}
-	outsideAfter := existing(realnode.OutsidePaths)
-	for _, p := range realnode.OutsidePaths {
-		if outsideAfter[p] != outsideBefore[p] {
-			t.Errorf("%s: existed before the run %v, after %v", p, outsideBefore[p], outsideAfter[p])
-		}
-	}
 	if _, err := cs.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Node %s not deleted: %v", node.Name, err)
 	}
 }
 
-func hardenedPod(ns, nodeName string) *corev1.Pod {
+// assertMachineRestored checks, once every node stopped, that the sysctls
+// are as before and no path outside the runs' directories was added.
+func assertMachineRestored(t *testing.T, dir string, before machine) {
+	t.Helper()
+	for name, v := range before.sysctls {
+		if now, _ := realnode.ReadSysctl(name); now != v {
+			t.Errorf("sysctl %s = %s after the run, %s before", name, now, v)
+		}
+	}
+	after := existing(append(realnode.OutsidePaths, realnode.StateDir))
+	for p, existed := range before.outside {
+		if after[p] != existed {
+			t.Errorf("%s: existed before the run %v, after %v", p, existed, after[p])
+		}
+	}
+	if mounts, err := realnode.MountsUnder(dir); err != nil {
+		t.Error(err)
+	} else if len(mounts) > 0 {
+		t.Errorf("mounts left under %s: %v", dir, mounts)
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// hardenedPod runs the pause image as user and group 999 with fsGroup
+// 999, a read-only root filesystem, no capabilities, the runtime's default
+// seccomp profile, an emptyDir and the Secret "creds" (mode 0440).
+func hardenedPod(ns, name, nodeName string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hardened", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
 			NodeSelector:                  map[string]string{"kubernetes.io/hostname": nodeName},
 			TerminationGracePeriodSeconds: ptr.To[int64](5),
@@ -287,8 +421,9 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, stri
 	}
 }
 
-// pausePID is the one process in the cgroups under root running /pause as
-// user 999: the pod's container (the sandbox's pause runs as root).
+// pausePID is the process in the cgroups under root that sees the pod's
+// Secret volume: the pod's container (the sandbox's pause also runs as the
+// pod's user, without the volumes).
 func pausePID(t *testing.T, root string) int {
 	t.Helper()
 	tops, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "pids", root))
@@ -297,12 +432,12 @@ func pausePID(t *testing.T, root string) int {
 	}
 	for _, top := range tops {
 		for _, pid := range realnode.CgroupPIDs(top) {
-			if strings.HasPrefix(procStatus(t, pid)["Uid"], "999\t") {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/root/secret", pid)); err == nil {
 				return pid
 			}
 		}
 	}
-	t.Fatalf("no process of user 999 in cgroup %s", root)
+	t.Fatalf("no process with the Secret volume in cgroup %s", root)
 	return 0
 }
 
