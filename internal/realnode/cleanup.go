@@ -240,7 +240,7 @@ func otherKubelets(own int) bool {
 			continue
 		}
 		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if strings.TrimSpace(string(comm)) == "kubelet" {
+		if strings.TrimSpace(string(comm)) == "kubelet" && !isZombie(pid) {
 			return true
 		}
 	}

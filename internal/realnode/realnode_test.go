@@ -4,9 +4,11 @@ package realnode_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -463,4 +465,122 @@ func existing(paths []string) map[string]bool {
 		m[p] = err == nil
 	}
 	return m
+}
+
+// helperDirEnv makes TestKilledRunHelper run: the directory it runs its
+// node in and reports to.
+const helperDirEnv = "REALNODE_KILLED_RUN_DIR"
+
+type helperReport struct {
+	NodeDir    string `json:"nodeDir"`
+	Bridge     string `json:"bridge"`
+	CgroupRoot string `json:"cgroupRoot"`
+	PID        int    `json:"pid"`
+}
+
+// TestKilledRunIsCleanedUp kills a test binary whose node runs a pod, as a
+// test timeout would: kubelet and containerd die with it, but the shim, the
+// container, the mounts, the bridge and the cgroups stay. The next node
+// started on the machine tears all of that down, and restores the sysctls
+// the killed run changed once the last node stops.
+func TestKilledRunIsCleanedUp(t *testing.T) {
+	ctx, _, cp, dir, before := setup(t)
+	helperDir := filepath.Join(dir, "killed")
+	if err := os.MkdirAll(helperDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	helperLog, err := os.Create(filepath.Join(dir, "killed.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer helperLog.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledRunHelper$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperDirEnv+"="+helperDir)
+	cmd.Stdout, cmd.Stderr = helperLog, helperLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var rep helperReport
+	if err := waitFor(ctx, 2*time.Minute, func() (bool, string) {
+		select {
+		case err := <-exited:
+			exited <- err
+			return true, ""
+		default:
+		}
+		b, err := os.ReadFile(filepath.Join(helperDir, "ready.json"))
+		return err == nil && json.Unmarshal(b, &rep) == nil, "no report yet"
+	}); err != nil || rep.PID == 0 {
+		_ = cmd.Process.Kill()
+		log, _ := os.ReadFile(helperLog.Name())
+		t.Fatalf("the helper did not run its pod: %v\n%s", err, log)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	// What a killed run leaves.
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", rep.PID)); err != nil {
+		t.Fatalf("the killed run's container is gone already: %v", err)
+	}
+	if _, err := net.InterfaceByName(rep.Bridge); err != nil {
+		t.Fatalf("the killed run's bridge is gone already: %v", err)
+	}
+	if mounts, _ := realnode.MountsUnder(rep.NodeDir); len(mounts) == 0 {
+		t.Fatalf("no mounts left by the killed run")
+	}
+	cgroupDirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", rep.CgroupRoot))
+
+	t0 := time.Now()
+	node := startNode(ctx, t, cp, dir, "node")
+	t.Logf("node Ready in %v, the killed run torn down on the way", time.Since(t0).Round(time.Millisecond))
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", rep.PID)); err == nil {
+		t.Errorf("the killed run's container is still there:\n%s", b)
+	}
+	if procs, _ := procscan.Under(rep.NodeDir + "/"); len(procs) > 0 {
+		t.Errorf("processes of the killed run left: %v", procs)
+	}
+	if _, err := net.InterfaceByName(rep.Bridge); err == nil {
+		t.Errorf("the killed run's bridge %s still exists", rep.Bridge)
+	}
+	if mounts, _ := realnode.MountsUnder(rep.NodeDir); len(mounts) > 0 {
+		t.Errorf("mounts of the killed run left: %v", mounts)
+	}
+	for _, d := range cgroupDirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s of the killed run still exists", d)
+		}
+	}
+	if err := node.Stop(); err != nil {
+		t.Errorf("stopping the node: %v", err)
+	}
+	assertMachineRestored(t, dir, before)
+}
+
+// TestKilledRunHelper is TestKilledRunIsCleanedUp's run to kill: it starts a
+// control plane and a node, runs a pod, reports and waits to be killed.
+func TestKilledRunHelper(t *testing.T) {
+	helperDir := os.Getenv(helperDirEnv)
+	if helperDir == "" {
+		t.Skip("run by TestKilledRunIsCleanedUp")
+	}
+	ctx, cs, cp, dir, _ := setup(t)
+	node, err := realnode.Start(ctx, realnode.Options{
+		Config:          cp.Config,
+		Users:           cp.Env,
+		Dir:             filepath.Join(helperDir, "node"),
+		KubeletClientCA: filepath.Join(dir, "apiserver-kubelet-client", "kubelet-client-ca.crt"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := runHardenedPod(ctx, t, cs, node, "to-be-killed")
+	b, err := json.Marshal(helperReport{NodeDir: node.Dir(), Bridge: node.Bridge, CgroupRoot: node.CgroupRoot, PID: pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(helperDir, "ready.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {}
 }
