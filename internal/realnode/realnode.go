@@ -5,7 +5,8 @@
 // and undoes what the node changed on the machine.
 //
 // It needs root, the kubelet hack/build-testbin.sh builds and what
-// hack/install-node.sh installs (make node).
+// hack/install-node.sh installs (make node). Its tests are behind the
+// realnode build tag: go test -tags realnode ./internal/realnode/.
 package realnode
 
 import (
@@ -187,7 +188,7 @@ func (n *Node) prepare(context.Context) error {
 	}
 	n.joined = true
 	var err error
-	for _, d := range []string{filepath.Join(n.dir, "logs"), n.kubeletRoot, n.podLogsDir} {
+	for _, d := range []string{filepath.Join(n.dir, "logs"), n.kubeletRoot, n.podLogsDir, filepath.Join(n.dir, "volume-plugins")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}

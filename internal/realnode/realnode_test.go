@@ -164,8 +164,9 @@ func TestTwoNodesSideBySide(t *testing.T) {
 
 // machine is what the tests compare after the runs.
 type machine struct {
-	sysctls map[string]string
-	outside map[string]bool
+	sysctls  map[string]string
+	outside  map[string]bool
+	iptables string
 }
 
 func setup(t *testing.T) (context.Context, kubernetes.Interface, *localkube.ControlPlane, string, machine) {
@@ -176,7 +177,7 @@ func setup(t *testing.T) (context.Context, kubernetes.Interface, *localkube.Cont
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	before := machine{sysctls: map[string]string{}, outside: existing(append(realnode.OutsidePaths, realnode.StateDir))}
+	before := machine{sysctls: map[string]string{}, outside: existing(append(realnode.OutsidePaths, realnode.StateDir)), iptables: iptablesRules(t)}
 	for _, name := range realnode.Sysctls {
 		if v, err := realnode.ReadSysctl(name); err == nil {
 			before.sysctls[name] = v
@@ -233,8 +234,30 @@ func startNode(ctx context.Context, t *testing.T, cp *localkube.ControlPlane, di
 		if err := node.Stop(); err != nil {
 			t.Errorf("stopping node %s: %v", node.Name, err)
 		}
+		keepLogs(t, node)
 	})
 	return node
+}
+
+// keepLogs copies the node's logs into $REALNODE_KEEP_LOGS/<node name>
+// when that is set: the test's directory goes with the test.
+func keepLogs(t *testing.T, node *realnode.Node) {
+	keep := os.Getenv("REALNODE_KEEP_LOGS")
+	if keep == "" {
+		return
+	}
+	dst := filepath.Join(keep, node.Name)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Log(err)
+		return
+	}
+	entries, _ := os.ReadDir(node.LogDir())
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join(node.LogDir(), e.Name())); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644)
+		}
+	}
+	t.Logf("logs of node %s kept in %s", node.Name, dst)
 }
 
 func cgroupsOf(t *testing.T, node *realnode.Node) []string {
@@ -342,6 +365,29 @@ func assertMachineRestored(t *testing.T, dir string, before machine) {
 	} else if len(mounts) > 0 {
 		t.Errorf("mounts left under %s: %v", dir, mounts)
 	}
+	if now := iptablesRules(t); now != before.iptables {
+		t.Errorf("iptables rules changed by the run:\nbefore:\n%s\nafter:\n%s", before.iptables, now)
+	}
+}
+
+// iptablesRules is iptables-save without comments and counters.
+func iptablesRules(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("iptables-save").Output()
+	if err != nil {
+		t.Fatalf("iptables-save: %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		if i := strings.LastIndex(l, " ["); strings.HasPrefix(l, ":") && i > 0 {
+			l = l[:i]
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func nodeReady(n *corev1.Node) bool {
