@@ -141,7 +141,7 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	var last string
 	err = poll(ctx, n.opts.StartTimeout, func() (bool, error) {
 		if d.exited() {
-			return false, fmt.Errorf("kubelet exited: %v (log %s)", d.err, d.log)
+			return false, fmt.Errorf("kubelet exited: %v", d.err)
 		}
 		node, err := n.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {

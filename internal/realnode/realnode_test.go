@@ -630,3 +630,43 @@ func TestKilledRunHelper(t *testing.T) {
 	}
 	select {}
 }
+
+// TestFailedStartUndoes starts a node whose kubelet exits at once: Start
+// reports it and leaves nothing behind.
+func TestFailedStartUndoes(t *testing.T) {
+	ctx, _, cp, dir, before := setup(t)
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "kubelet"), []byte("#!/bin/sh\necho refusing >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cgroupsBefore, _ := filepath.Glob("/sys/fs/cgroup/*/realnode-*")
+	bridge := fmt.Sprintf("rnfail%d", os.Getpid()%100000)
+	node, err := realnode.Start(ctx, realnode.Options{
+		Config: cp.Config,
+		Users:  cp.Env,
+		Dir:    filepath.Join(dir, "node"),
+		BinDir: bin,
+		Bridge: bridge,
+	})
+	if err == nil {
+		_ = node.Stop()
+		t.Fatal("Start succeeded with a kubelet that exits")
+	}
+	t.Logf("Start: %v", err)
+	if !strings.Contains(err.Error(), "kubelet exited") {
+		t.Errorf("the error does not say the kubelet exited: %v", err)
+	}
+	if procs, _ := procscan.Under(filepath.Join(dir, "node") + "/"); len(procs) > 0 {
+		t.Errorf("processes left: %v", procs)
+	}
+	if _, err := net.InterfaceByName(bridge); err == nil {
+		t.Errorf("bridge %s left", bridge)
+	}
+	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/realnode-*"); len(dirs) > len(cgroupsBefore) {
+		t.Errorf("cgroups left: %v (before the run: %v)", dirs, cgroupsBefore)
+	}
+	assertMachineRestored(t, dir, before)
+}
