@@ -16,16 +16,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gomomento/valkey-operator/internal/localkube"
 	"github.com/gomomento/valkey-operator/internal/localkube/procscan"
 	"github.com/gomomento/valkey-operator/internal/realnode"
 )
+
+// envtest logs through controller-runtime, which complains when nothing
+// takes its logs.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // TestHardenedPodOnRealNode starts a control plane and a real node
 // (containerd, runc, CNI bridge, kubelet), runs the pause image as a
