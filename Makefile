@@ -33,12 +33,12 @@ lint: ## go vet and a gofmt check.
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 
 .PHONY: testbin
-testbin: ## Build etcd, the Kubernetes control plane, kubelet, kube-proxy and versitygw (S3) from the Go module proxy (cached).
+testbin: ## Build etcd, the Kubernetes control plane and versitygw (S3) from the Go module proxy (cached).
 	hack/build-testbin.sh
 
 .PHONY: node
 node: ## Build kubelet and kube-proxy (with the control plane) and install containerd, runc, the CNI plugins, iptables and conntrack when missing: what the real-node tests (go test -tags realnode ./internal/realnode/) run.
-	hack/build-testbin.sh
+	TESTBIN_NODE=1 hack/build-testbin.sh
 	hack/install-node.sh
 
 .PHONY: valkey
