@@ -1,0 +1,440 @@
+//go:build realnode
+
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/realnode"
+	"github.com/gomomento/valkey-operator/internal/topology"
+	vk "github.com/gomomento/valkey-operator/internal/valkey"
+)
+
+// eventually polls cond until it returns nil or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+}
+
+func createNamespace(t testing.TB, name string) {
+	t.Helper()
+	if err := k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// createMenu creates a ValkeyImage of Valkey 8.0.1 and a ValkeyConfig on it
+// with maxmemory 64mb, the metrics exporter beside Valkey when exporter is
+// set, both named after name, and returns the config's name.
+func createMenu(t testing.TB, name string, exporter bool) string {
+	t.Helper()
+	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-" + name},
+		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
+	cfg := &valkeyv1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Valkey: map[string]string{"maxmemory": "64mb"}}}
+	if exporter {
+		cfg.Spec.Exporter = &valkeyv1.Exporter{Enabled: ptr.To(true)}
+	}
+	for _, o := range []client.Object{img, cfg} {
+		if err := k8sClient.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	return cfg.Name
+}
+
+// createCluster creates a plaintext cluster, deleted when the test ends.
+func createCluster(t testing.TB, ns, name, config string, shards, replicas int) client.ObjectKey {
+	t.Helper()
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: config, Shards: int32(shards), ReplicasPerShard: int32(replicas)}}
+	if err := k8sClient.Create(context.Background(), vc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(vc)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logState(t, key)
+		}
+		_ = k8sClient.Delete(context.Background(), vc)
+		waitPodsGone(t, ns)
+	})
+	return key
+}
+
+func getCluster(t testing.TB, key client.ObjectKey) *valkeyv1.ValkeyCluster {
+	t.Helper()
+	var vc valkeyv1.ValkeyCluster
+	if err := k8sClient.Get(context.Background(), key, &vc); err != nil {
+		t.Fatalf("get cluster %s: %v", key, err)
+	}
+	return &vc
+}
+
+// waitConverged waits until the cluster is Active with every slot
+// assigned, exactly shards×(1+replicas) members, the change done
+// (Progressing False), every ValkeyNode Active, and the nodes themselves
+// reporting shards primaries with slots and shards×replicas replicas whose
+// link is up. except names pods that must not be members.
+func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, timeout time.Duration, except ...string) *valkeyv1.ValkeyCluster {
+	t.Helper()
+	var vc *valkeyv1.ValkeyCluster
+	eventually(t, timeout, fmt.Sprintf("%s converged to %dx%d", key, shards, replicas), func() error {
+		vc = getCluster(t, key)
+		s := vc.Status
+		if s.State != valkeyv1.StateActive || s.SlotsAssigned != topology.TotalSlots || int(s.Shards) != shards || len(s.Nodes) != shards*(1+replicas) {
+			return fmt.Errorf("state %q (%s), %d slots, %d shards, %d nodes; conditions %v; pods %s",
+				s.State, s.Message, s.SlotsAssigned, s.Shards, len(s.Nodes), conditionSummary(vc), podsSummary(key.Namespace))
+		}
+		for _, name := range s.Nodes {
+			for _, gone := range except {
+				if name == gone {
+					return fmt.Errorf("%s is still a member", gone)
+				}
+			}
+		}
+		if p := meta.FindStatusCondition(s.Conditions, "Progressing"); p == nil || p.Status != metav1.ConditionFalse || p.ObservedGeneration != vc.Generation {
+			return fmt.Errorf("still progressing: %v", conditionSummary(vc))
+		}
+		var nodes valkeyv1.ValkeyNodeList
+		if err := k8sClient.List(context.Background(), &nodes, client.InNamespace(key.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: key.Name}); err != nil {
+			return err
+		}
+		if len(nodes.Items) != len(s.Nodes) {
+			return fmt.Errorf("%d ValkeyNodes", len(nodes.Items))
+		}
+		for _, n := range nodes.Items {
+			if n.Spec.Lifecycle != valkeyv1.LifecycleActive {
+				return fmt.Errorf("node %s is %s", n.Name, n.Spec.Lifecycle)
+			}
+		}
+		primaries, linked := 0, 0
+		for _, name := range s.Nodes {
+			n, err := dialPod(key.Namespace, name)
+			if err != nil {
+				return err
+			}
+			repl, err := n.InfoReplication(context.Background())
+			if err != nil {
+				n.Close()
+				return err
+			}
+			cn, err := n.ClusterNodes(context.Background())
+			n.Close()
+			if err != nil {
+				return err
+			}
+			me, _ := cn.Myself()
+			switch {
+			case repl.Role == vk.RoleReplica && repl.PrimaryLinkStatus == "up":
+				linked++
+			case repl.Role == vk.RolePrimary && me.SlotCount() > 0:
+				primaries++
+			default:
+				return fmt.Errorf("node %s: role %s, link %q, %d slots", name, repl.Role, repl.PrimaryLinkStatus, me.SlotCount())
+			}
+		}
+		if primaries != shards || linked != shards*replicas {
+			return fmt.Errorf("%d primaries with slots, %d linked replicas", primaries, linked)
+		}
+		return nil
+	})
+	return vc
+}
+
+func conditionSummary(vc *valkeyv1.ValkeyCluster) []string {
+	var out []string
+	for _, c := range vc.Status.Conditions {
+		out = append(out, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return out
+}
+
+// podsSummary is each pod of the namespace with its phase and what its
+// containers wait on.
+func podsSummary(ns string) string {
+	var list corev1.PodList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range list.Items {
+		s := p.Name + " " + string(p.Status.Phase)
+		for _, c := range p.Status.ContainerStatuses {
+			switch {
+			case c.State.Waiting != nil:
+				s += fmt.Sprintf(" %s waiting %s %s", c.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
+			case c.State.Terminated != nil:
+				s += fmt.Sprintf(" %s terminated %s (%d) %s", c.Name, c.State.Terminated.Reason, c.State.Terminated.ExitCode, c.State.Terminated.Message)
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && (c.Reason != "" || c.Message != "") {
+				s += fmt.Sprintf(" %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		out = append(out, s)
+	}
+	return "[" + strings.Join(out, "; ") + "]"
+}
+
+// logState logs the cluster and its pods, with their logs, when a test fails.
+func logState(t testing.TB, key client.ObjectKey) {
+	var vc valkeyv1.ValkeyCluster
+	if err := k8sClient.Get(context.Background(), key, &vc); err == nil {
+		t.Logf("cluster %s: state %q (%s), nodes %v, conditions %v", key, vc.Status.State, vc.Status.Message, vc.Status.Nodes, conditionSummary(&vc))
+	}
+	t.Logf("pods: %s", podsSummary(key.Namespace))
+	dirs, _ := filepath.Glob(filepath.Join(node.Dir(), "pod-logs", key.Namespace+"_*", "*", "*.log"))
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		t.Logf("--- %s ---\n%s", strings.TrimPrefix(f, node.Dir()+"/"), b)
+	}
+}
+
+// waitPodsGone waits until the namespace has no pod left.
+func waitPodsGone(t testing.TB, ns string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "the pods of "+ns+" gone", func() error {
+		var list corev1.PodList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("pods left: %s", podsSummary(ns))
+		}
+		return nil
+	})
+}
+
+// clusterPods are the cluster's pods, by name.
+func clusterPods(t testing.TB, key client.ObjectKey) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{valkeyv1.LabelInstance: key.Name}); err != nil {
+		t.Fatalf("listing pods: %v", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+// dialPod connects to one pod by its IP as the default user.
+func dialPod(ns, name string) (*vk.Node, error) {
+	var pod corev1.Pod
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+		return nil, err
+	}
+	if pod.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s has no address", name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return vk.Dial(ctx, vk.Target{Address: net.JoinHostPort(pod.Status.PodIP, "6379")})
+}
+
+// clusterClient is a cluster-aware client seeded with a pod's IP: plaintext
+// nodes announce their pod IPs, which this machine reaches on the bridge.
+func clusterClient(t testing.TB, seed string) valkey.Client {
+	t.Helper()
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{net.JoinHostPort(seed, "6379")}, DisableCache: true})
+	if err != nil {
+		t.Fatalf("connecting a cluster client to %s: %v", seed, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// writeKeys writes n keys and returns them with their values.
+func writeKeys(t testing.TB, c valkey.Client, prefix string, n int) map[string]string {
+	t.Helper()
+	want := make(map[string]string, n)
+	for i := range n {
+		k, v := fmt.Sprintf("%s:%d", prefix, i), fmt.Sprintf("value-%d", i)
+		if err := c.Do(context.Background(), c.B().Set().Key(k).Value(v).Build()).Error(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		want[k] = v
+	}
+	return want
+}
+
+// waitReplicated waits until every replica has acknowledged everything its
+// primary had produced when the call began.
+func waitReplicated(t testing.TB, c valkey.Client) {
+	t.Helper()
+	want := map[string]int64{}
+	eventually(t, time.Minute, "every replica caught up", func() error {
+		for addr, n := range c.Nodes() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			text, err := n.Do(ctx, n.B().Info().Section("replication").Build()).ToString()
+			cancel()
+			if err != nil {
+				return fmt.Errorf("INFO on %s: %w", addr, err)
+			}
+			r, err := vk.ParseReplicationInfo(text)
+			if err != nil || !r.IsPrimary() {
+				continue
+			}
+			if _, ok := want[addr]; !ok {
+				want[addr] = r.ReplicationOffset
+			}
+			if len(r.Replicas) == 0 {
+				return fmt.Errorf("primary %s has no replica", addr)
+			}
+			for _, rep := range r.Replicas {
+				if rep.Offset < want[addr] {
+					return fmt.Errorf("replica %s:%d of %s at offset %d, want %d", rep.IP, rep.Port, addr, rep.Offset, want[addr])
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// checkAll reads every key back, retrying briefly so a client that has
+// not yet learned the new topology is not mistaken for lost data.
+func checkAll(t testing.TB, c valkey.Client, want map[string]string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "every key read back", func() error {
+		var lost []string
+		for k, v := range want {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			got, err := c.Do(ctx, c.B().Get().Key(k).Build()).ToString()
+			cancel()
+			if err != nil || got != v {
+				lost = append(lost, fmt.Sprintf("%s=%q (%v)", k, got, err))
+			}
+		}
+		if len(lost) > 0 {
+			sort.Strings(lost)
+			if len(lost) > 5 {
+				lost = append(lost[:5], fmt.Sprintf("and %d more", len(lost)-5))
+			}
+			return fmt.Errorf("%d of %d keys not read back: %v", len(lost), len(want), lost)
+		}
+		return nil
+	})
+}
+
+// assertPodHealthy checks what a user would see of a pod: Running and
+// Ready, every container Running and Ready with no restart.
+func assertPodHealthy(t testing.TB, p *corev1.Pod) {
+	t.Helper()
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+	}
+	ready := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		t.Errorf("pod %s is not Ready: %v", p.Name, p.Status.Conditions)
+	}
+	for _, g := range p.Spec.ReadinessGates {
+		ok := false
+		for _, c := range p.Status.Conditions {
+			if c.Type == g.ConditionType {
+				ok = c.Status == corev1.ConditionTrue
+			}
+		}
+		if !ok {
+			t.Errorf("pod %s: readiness gate %s not True", p.Name, g.ConditionType)
+		}
+	}
+	if len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
+		t.Errorf("pod %s: %d container statuses for %d containers", p.Name, len(p.Status.ContainerStatuses), len(p.Spec.Containers))
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Running == nil || !c.Ready {
+			t.Errorf("pod %s container %s: state %+v, ready %v", p.Name, c.Name, c.State, c.Ready)
+		}
+		if c.RestartCount != 0 {
+			t.Errorf("pod %s container %s restarted %d times", p.Name, c.Name, c.RestartCount)
+		}
+	}
+}
+
+// containerPID is the main process of a container of a pod: the oldest
+// process of the node's pods whose cgroup names the container's ID.
+func containerPID(t testing.TB, p *corev1.Pod, container string) int {
+	t.Helper()
+	var id string
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == container {
+			_, id, _ = strings.Cut(c.ContainerID, "://")
+		}
+	}
+	if id == "" {
+		t.Fatalf("pod %s has no container %s running", p.Name, container)
+	}
+	tops, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "pids", node.CgroupRoot))
+	if len(tops) == 0 {
+		tops, _ = filepath.Glob(filepath.Join("/sys/fs/cgroup", node.CgroupRoot))
+	}
+	best := 0
+	for _, top := range tops {
+		for _, pid := range realnode.CgroupPIDs(top) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+			if err != nil || !strings.Contains(string(b), id) {
+				continue
+			}
+			if best == 0 || pid < best {
+				best = pid
+			}
+		}
+	}
+	if best == 0 {
+		t.Fatalf("no process of container %s (%s) of pod %s", container, id, p.Name)
+	}
+	return best
+}
+
+// procStatus is /proc/<pid>/status as a map.
+func procStatus(t testing.TB, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
