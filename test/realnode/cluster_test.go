@@ -32,15 +32,15 @@ func TestSingleNodeCluster(t *testing.T) {
 	vc := waitConverged(t, key, 1, 0, 5*time.Minute)
 	t.Logf("1x0 cluster created → Active in %v", time.Since(t0).Round(100*time.Millisecond))
 
-	pods := clusterPods(t, key)
-	if len(pods) != 1 || pods[0].Name != vc.Status.Nodes[0] {
-		t.Fatalf("pods %v, members %v", len(pods), vc.Status.Nodes)
+	pods, lag := waitPodsHealthy(t, key, 1, 30*time.Second)
+	t.Logf("pod Ready %v after the cluster is Active", lag.Round(10*time.Millisecond))
+	if pods[0].Name != vc.Status.Nodes[0] {
+		t.Fatalf("pod %s, members %v", pods[0].Name, vc.Status.Nodes)
 	}
 	pod := pods[0]
 	if len(pod.Spec.Containers) != 2 {
 		t.Errorf("pod %s has %d containers, want Valkey and the exporter", pod.Name, len(pod.Spec.Containers))
 	}
-	assertPodHealthy(t, &pod)
 
 	n, err := dialPod(ns, pod.Name)
 	if err != nil {

@@ -4,6 +4,7 @@ package realnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -348,44 +349,66 @@ func checkAll(t testing.TB, c valkey.Client, want map[string]string) {
 	})
 }
 
-// assertPodHealthy checks what a user would see of a pod: Running and
-// Ready, every container Running and Ready with no restart.
-func assertPodHealthy(t testing.TB, p *corev1.Pod) {
-	t.Helper()
+// podProblems is what a user would see wrong with a pod: not Running or
+// not Ready (a readiness gate included), a container not Running and
+// Ready, a container restarted.
+func podProblems(p *corev1.Pod) []string {
+	var out []string
 	if p.Status.Phase != corev1.PodRunning {
-		t.Errorf("pod %s is %s", p.Name, p.Status.Phase)
+		out = append(out, fmt.Sprintf("pod %s is %s", p.Name, p.Status.Phase))
 	}
-	ready := false
+	if p.DeletionTimestamp != nil {
+		out = append(out, fmt.Sprintf("pod %s is terminating", p.Name))
+	}
+	conds := map[corev1.PodConditionType]corev1.PodCondition{}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
+		conds[c.Type] = c
 	}
-	if !ready {
-		t.Errorf("pod %s is not Ready: %v", p.Name, p.Status.Conditions)
+	if c := conds[corev1.PodReady]; c.Status != corev1.ConditionTrue {
+		out = append(out, fmt.Sprintf("pod %s is not Ready (%s: %s)", p.Name, c.Reason, c.Message))
 	}
 	for _, g := range p.Spec.ReadinessGates {
-		ok := false
-		for _, c := range p.Status.Conditions {
-			if c.Type == g.ConditionType {
-				ok = c.Status == corev1.ConditionTrue
-			}
-		}
-		if !ok {
-			t.Errorf("pod %s: readiness gate %s not True", p.Name, g.ConditionType)
+		if c := conds[g.ConditionType]; c.Status != corev1.ConditionTrue {
+			out = append(out, fmt.Sprintf("pod %s: readiness gate %s is %q (%s: %s)", p.Name, g.ConditionType, c.Status, c.Reason, c.Message))
 		}
 	}
 	if len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
-		t.Errorf("pod %s: %d container statuses for %d containers", p.Name, len(p.Status.ContainerStatuses), len(p.Spec.Containers))
+		out = append(out, fmt.Sprintf("pod %s: %d container statuses for %d containers", p.Name, len(p.Status.ContainerStatuses), len(p.Spec.Containers)))
 	}
 	for _, c := range p.Status.ContainerStatuses {
 		if c.State.Running == nil || !c.Ready {
-			t.Errorf("pod %s container %s: state %+v, ready %v", p.Name, c.Name, c.State, c.Ready)
+			out = append(out, fmt.Sprintf("pod %s container %s: state %+v, ready %v", p.Name, c.Name, c.State, c.Ready))
 		}
 		if c.RestartCount != 0 {
-			t.Errorf("pod %s container %s restarted %d times", p.Name, c.Name, c.RestartCount)
+			out = append(out, fmt.Sprintf("pod %s container %s restarted %d times", p.Name, c.Name, c.RestartCount))
 		}
 	}
+	return out
+}
+
+// waitPodsHealthy waits until the cluster has exactly n pods and none has
+// a problem (podProblems). The kubelet turns a pod Ready once it sees the
+// operator set the readiness gate, a moment after the cluster is Active.
+// It returns the pods and how long the wait took.
+func waitPodsHealthy(t testing.TB, key client.ObjectKey, n int, timeout time.Duration) ([]corev1.Pod, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	var pods []corev1.Pod
+	eventually(t, timeout, fmt.Sprintf("%d healthy pods of %s", n, key), func() error {
+		pods = clusterPods(t, key)
+		var problems []string
+		for i := range pods {
+			problems = append(problems, podProblems(&pods[i])...)
+		}
+		if len(pods) != n {
+			problems = append(problems, fmt.Sprintf("%d pods", len(pods)))
+		}
+		if len(problems) > 0 {
+			return errors.New(strings.Join(problems, "; "))
+		}
+		return nil
+	})
+	return pods, time.Since(start)
 }
 
 // containerPID is the main process of a container of a pod: the oldest
