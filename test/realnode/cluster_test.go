@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -34,6 +35,7 @@ func TestSingleNodeCluster(t *testing.T) {
 
 	pods, lag := waitPodsHealthy(t, key, 1, 30*time.Second)
 	t.Logf("pod Ready %v after the cluster is Active", lag.Round(10*time.Millisecond))
+	t.Logf("conditions healthy %v later", waitHealthyConditions(t, key, time.Minute).Round(10*time.Millisecond))
 	if pods[0].Name != vc.Status.Nodes[0] {
 		t.Fatalf("pod %s, members %v", pods[0].Name, vc.Status.Nodes)
 	}
@@ -88,6 +90,14 @@ func TestSingleNodeCluster(t *testing.T) {
 	} else if st := fi.Sys().(*syscall.Stat_t); st.Uid != 999 {
 		t.Errorf("nodes.conf owned by %d, want 999", st.Uid)
 	}
+	// The pod's own /etc/hosts names it by the per-pod name a TLS node's
+	// certificate and its exporter use.
+	fqdn := render.PodFQDN(pod.Name, key.Name, ns, controller.DefaultOptions().ClusterDomain)
+	if b, err := os.ReadFile(filepath.Join(root, "etc", "hosts")); err != nil {
+		t.Errorf("/etc/hosts: %v", err)
+	} else if !hostsMaps(string(b), pod.Status.PodIP, fqdn) {
+		t.Errorf("/etc/hosts does not map %s to %s:\n%s", fqdn, pod.Status.PodIP, b)
+	}
 	// Secret files: 0440 and the fsGroup.
 	for _, f := range []string{"etc/valkey/acl", "etc/valkey/auth"} {
 		entries, err := os.ReadDir(filepath.Join(root, f))
@@ -135,4 +145,20 @@ func TestSingleNodeCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// hostsMaps says whether the hosts file maps name to ip.
+func hostsMaps(hosts, ip, name string) bool {
+	for _, line := range strings.Split(hosts, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != ip {
+			continue
+		}
+		for _, n := range f[1:] {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }

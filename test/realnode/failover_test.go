@@ -40,6 +40,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	t.Logf("3x1 cluster created → Active in %v", time.Since(t0).Round(100*time.Millisecond))
 	_, lag := waitPodsHealthy(t, key, 6, 30*time.Second)
 	t.Logf("every pod Ready %v after the cluster is Active", lag.Round(10*time.Millisecond))
+	t.Logf("conditions healthy %v later", waitHealthyConditions(t, key, time.Minute).Round(10*time.Millisecond))
 
 	var primary, replica string
 	var shard int32
@@ -105,6 +106,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 	}
 	pods, lag := waitPodsHealthy(t, key, 6, 30*time.Second)
 	t.Logf("every pod Ready %v after the cluster is Active again", lag.Round(10*time.Millisecond))
+	t.Logf("conditions healthy %v later", waitHealthyConditions(t, key, time.Minute).Round(10*time.Millisecond))
 	for _, p := range pods {
 		if p.Name == primary {
 			t.Errorf("the deleted pod %s is back", primary)

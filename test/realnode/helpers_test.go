@@ -168,6 +168,42 @@ func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, tim
 	return vc
 }
 
+// healthyConditions are the conditions of a cluster a user would check
+// once it is Active, with the status each should have.
+var healthyConditions = map[string]metav1.ConditionStatus{
+	valkeyv1.CondReady:             metav1.ConditionTrue,
+	valkeyv1.CondDegraded:          metav1.ConditionFalse,
+	valkeyv1.CondACLApplied:        metav1.ConditionTrue,
+	valkeyv1.CondContainersHealthy: metav1.ConditionTrue,
+	valkeyv1.CondConfigDrift:       metav1.ConditionFalse,
+	valkeyv1.CondVersionMatches:    metav1.ConditionTrue,
+}
+
+// waitHealthyConditions waits until every one of healthyConditions has its
+// healthy status and returns how long that took.
+func waitHealthyConditions(t testing.TB, key client.ObjectKey, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	eventually(t, timeout, key.String()+" conditions healthy", func() error {
+		vc := getCluster(t, key)
+		var bad []string
+		for typ, want := range healthyConditions {
+			c := meta.FindStatusCondition(vc.Status.Conditions, typ)
+			if c == nil {
+				bad = append(bad, typ+" not set")
+			} else if c.Status != want {
+				bad = append(bad, fmt.Sprintf("%s=%s (%s: %s)", typ, c.Status, c.Reason, c.Message))
+			}
+		}
+		if len(bad) > 0 {
+			sort.Strings(bad)
+			return errors.New(strings.Join(bad, "; "))
+		}
+		return nil
+	})
+	return time.Since(start)
+}
+
 func conditionSummary(vc *valkeyv1.ValkeyCluster) []string {
 	var out []string
 	for _, c := range vc.Status.Conditions {

@@ -139,6 +139,9 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 		Users:           cp.Env,
 		Dir:             filepath.Join(dir, "node"),
 		KubeletClientCA: filepath.Join(dir, "kubelet-client", "kubelet-client-ca.crt"),
+		// The domain the operator names pods under: the kubelet writes the
+		// pod's name in it into the pod's /etc/hosts.
+		ClusterDomain: controller.DefaultOptions().ClusterDomain,
 	}); err != nil {
 		return stop, fmt.Errorf("node: %w", err)
 	}
