@@ -1,5 +1,5 @@
 # The two commands a newcomer needs:
-#   make test        build the test control plane when missing, install valkey when missing, run every test
+#   make test        build the test control plane and kubelet when missing, install valkey and containerd when missing, run every test
 #   make demo        run a local control plane + node runtime + operator + a sample TLS cluster
 SHELL := /usr/bin/env bash
 GO ?= go
@@ -33,12 +33,11 @@ lint: ## go vet and a gofmt check.
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 
 .PHONY: testbin
-testbin: ## Build etcd, the Kubernetes control plane and versitygw (S3) from the Go module proxy (cached).
+testbin: ## Build etcd, the Kubernetes control plane, kubelet, kube-proxy and versitygw (S3) from the Go module proxy (cached).
 	hack/build-testbin.sh
 
 .PHONY: node
-node: ## Build kubelet and kube-proxy (with the control plane) and install containerd, runc, the CNI plugins, iptables and conntrack when missing: what the real-node tests (go test -tags realnode ./internal/realnode/) run.
-	TESTBIN_NODE=1 hack/build-testbin.sh
+node: testbin ## Install containerd, runc, the CNI plugins, iptables and conntrack when missing: with testbin's kubelet, the real node the tests in internal/realnode and test/realnode run pods on (as root).
 	hack/install-node.sh
 
 .PHONY: valkey
@@ -47,7 +46,7 @@ valkey: ## Install Valkey 8 from bookworm-backports, the Valkey 9 test build and
 	hack/install-valkey9.sh
 
 .PHONY: test
-test: testbin valkey lint ## Run every test against a real apiserver and real valkey-server.
+test: node valkey lint ## Run every test against a real apiserver and real valkey-server, the real-node ones on a real kubelet with containerd.
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 .PHONY: chaos

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test control plane from the Go module proxy into bin/testbin/:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler, and the
-# S3-compatible server (versitygw) the backup tests write to, and, with
-# TESTBIN_NODE=1, the node components (kubelet, kube-proxy) the real-node
-# tests run.
+# S3-compatible server (versitygw) the backup tests write to, and the node
+# components (kubelet, kube-proxy) the real-node tests run.
 # Prebuilt envtest archives are not always reachable, so we compile the real
 # components ourselves. A build is reused when its stamp matches the versions.
 set -euo pipefail
@@ -110,10 +109,7 @@ if ! have_all; then
   echo ">> test control plane ready in $OUT" >&2
 fi
 
-# The node components are built on request (make node) until make test's
-# own suites run on a real node: a clean clone's make test would otherwise
-# build them for nothing.
-if [[ "${TESTBIN_NODE:-}" == 1 ]] && ! have_node; then
+if ! have_node; then
   echo ">> building kubernetes $KUBE_VERSION node components (${NODE_COMPONENTS[*]})" >&2
   kube_module
   kube_build "${NODE_COMPONENTS[@]}"

@@ -1,5 +1,3 @@
-//go:build realnode
-
 package nodeimages
 
 import (
@@ -20,8 +18,7 @@ import (
 // (own root, state and socket; nothing shared with a containerd already
 // running) with ctr, as a node without a registry would, and runs each
 // image's program from it under runc with a read-only root file system.
-// It needs root and containerd, ctr and runc on PATH (make node), so it is
-// built with the real-node tests: go test -tags realnode.
+// It needs root and containerd, ctr and runc on PATH (make node).
 func TestContainerdImport(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: containerd and runc run as root")

@@ -5,8 +5,7 @@
 // and undoes what the node changed on the machine.
 //
 // It needs root, the kubelet hack/build-testbin.sh builds and what
-// hack/install-node.sh installs (make node). Its tests are behind the
-// realnode build tag: go test -tags realnode ./internal/realnode/.
+// hack/install-node.sh installs (make node, which make test runs first).
 package realnode
 
 import (

@@ -283,3 +283,18 @@ func ownRecord(id, dir, cgroupRoot string, started time.Time) runRecord {
 	pid := os.Getpid()
 	return runRecord{ID: id, Owner: pid, OwnerStart: processStart(pid), Dir: dir, CgroupRoot: cgroupRoot, Started: started}
 }
+
+// LiveRuns is how many runs on this machine are alive now: while any is,
+// the machine keeps the settings and paths the nodes need, and only the
+// last run out restores them. It reads the registry without its lock,
+// which would make StateDir when no run is left.
+func LiveRuns() (int, error) {
+	if _, err := os.Stat(filepath.Join(StateDir, "runs")); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	live, _, err := (&registry{}).runs()
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	return len(live), err
+}
