@@ -314,6 +314,18 @@ type MigrateSlots struct {
 	ToIP   string
 	Slots  []SlotRange
 	Method MigrationMethod
+	// EmptiesSource: the wave's atomic moves take every slot From holds,
+	// so From is first told to stay an empty primary once they are done
+	// (cluster-allow-replica-migration no) rather than turn itself into a
+	// replica of the target that took its last slot. That demotion is
+	// gossiped at once, and a node that hears it before it hears the
+	// target claim the slots drops them from its map: with a slot
+	// unowned it reports cluster_state:fail and answers every client
+	// CLUSTERDOWN until the target's claim reaches it, tens of
+	// milliseconds when many moves finish at once. An empty primary that
+	// stops claiming its slots keeps them bound on the other nodes until
+	// the claim arrives, and redirects clients to the target meanwhile.
+	EmptiesSource bool
 }
 
 // Done reports whether there is nothing left to do.
@@ -372,6 +384,9 @@ func (a Action) String() string {
 	case a.MigrateSlots != nil:
 		m := a.MigrateSlots
 		fmt.Fprintf(&b, " %s->%s slots=%s method=%s", m.From, m.To, FormatRanges(m.Slots), m.Method)
+		if m.EmptiesSource {
+			b.WriteString(" empties-source")
+		}
 	case a.CancelMigrations != nil:
 		fmt.Fprintf(&b, " node=%s", a.CancelMigrations.Node)
 	case a.ClearSlotStates != nil:

@@ -75,11 +75,13 @@ func (w *world) hasSuccessor(n *node) bool {
 // DepartureGrace is how long a node retired by scale-in (or as a surplus
 // replica) stays in the cluster after it was marked Leaving. Clients still
 // routing a moved slot's requests to it get MOVED from it and learn the new
-// owner (a primary that gave away its last slot is by then a replica of
-// the node that took it, and redirects the same way); were it forgotten and
-// stopped at once, a request on its way would fail on the closed connection
-// instead. A roll's outdated node needs none: it leaves only after a
-// failover the clients have followed.
+// owner (a primary that gave away its last slot by an atomic move stays an
+// empty primary, see MigrateSlots.EmptiesSource, and one drained by the
+// classic path is by then a replica of the node that took it: either
+// redirects the same way); were it forgotten and stopped at once, a
+// request on its way would fail on the closed connection instead. A roll's
+// outdated node needs none: it leaves only after a failover the clients
+// have followed.
 const DepartureGrace = 5 * time.Second
 
 // inDepartureGrace: n holds no slot and was marked Leaving, not for a roll,
@@ -157,14 +159,23 @@ func (w *world) moves() ([]Action, bool) {
 			return []Action{wait(TierTopology, ReasonReceiverNotReady, p.Name)}, true
 		}
 	}
-	for _, t := range transfers {
+	leaving := map[int]int{} // source shard -> slots this wave moves off it
+	for i, t := range transfers {
 		if method == MigrationClassic {
 			// Classic moves are driven slot by slot from here, so each
 			// pair moves one batch per wave and the plan is redone with
 			// what the nodes then report.
 			t.Slots = TopSlots(t.Slots, w.batch)
+			transfers[i] = t
 		}
-		out = append(out, w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, method, reason))
+		leaving[t.From] += CountSlots(t.Slots)
+	}
+	for _, t := range transfers {
+		a := w.migrateRanges(primaries[t.From], primaries[t.To], t.Slots, method, reason)
+		// The classic path needs no such care: it announces each slot's
+		// new owner to every primary with SETSLOT NODE itself.
+		a.MigrateSlots.EmptiesSource = method == MigrationAtomic && leaving[t.From] >= counts[t.From]
+		out = append(out, a)
 	}
 	return out, len(out) > 0
 }

@@ -269,8 +269,8 @@ func TestSteadyDecisions(t *testing.T) {
 		{"scale out creates every node of the new shard at once", 4, formed3, true,
 			`CreateNode shard=3 join="shard" (adding shard: shard 3); CreateNode shard=3 join="shard" (adding shard: shard 3)`},
 		{"scale in drains the smallest shard (ties: highest index) to every deficit at once", 2, formed3, true,
-			"MigrateSlots n3->n1 slots=10923-13652 method=atomic (moving slots towards even distribution: n3 -> n1 slots 10923-13652 by CLUSTER MIGRATESLOTS); " +
-				"MigrateSlots n3->n2 slots=13653-16383 method=atomic (moving slots towards even distribution: n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS)"},
+			"MigrateSlots n3->n1 slots=10923-13652 method=atomic empties-source (moving slots towards even distribution: n3 -> n1 slots 10923-13652 by CLUSTER MIGRATESLOTS); " +
+				"MigrateSlots n3->n2 slots=13653-16383 method=atomic empties-source (moving slots towards even distribution: n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS)"},
 		{"classic scale in moves one batch to each target at once", 2, formed3, false,
 			"MigrateSlots n3->n1 slots=13397-13652 method=classic (moving slots towards even distribution: n3 -> n1 slots 13397-13652 by SETSLOT and MIGRATE); " +
 				"MigrateSlots n3->n2 slots=16128-16383 method=classic (moving slots towards even distribution: n3 -> n2 slots 16128-16383 by SETSLOT and MIGRATE)"},
@@ -314,9 +314,9 @@ func TestSteadyDecisions(t *testing.T) {
 			ms := formed3()
 			member(ms, "n3").View.AtomicMigrationFailure = "n3 export of slots [16320-16383] failed: Connection lost to target"
 			return ms
-		}, true, "MigrateSlots n3->n1 slots=10923-13652 method=atomic (" + ReasonRetryMigration +
+		}, true, "MigrateSlots n3->n1 slots=10923-13652 method=atomic empties-source (" + ReasonRetryMigration +
 			": n3 -> n1 slots 10923-13652 by CLUSTER MIGRATESLOTS; last attempt: n3 export of slots [16320-16383] failed: Connection lost to target); " +
-			"MigrateSlots n3->n2 slots=13653-16383 method=atomic (" + ReasonRetryMigration +
+			"MigrateSlots n3->n2 slots=13653-16383 method=atomic empties-source (" + ReasonRetryMigration +
 			": n3 -> n2 slots 13653-16383 by CLUSTER MIGRATESLOTS; last attempt: n3 export of slots [16320-16383] failed: Connection lost to target)"},
 		{"drained shard is retired, replica first", 2, func() []Member {
 			return mesh(

@@ -126,6 +126,14 @@ func (r *Reconciler) actOnNodes(ctx context.Context, s *clusterScope, a topology
 			return true, r.migrateClassic(ctx, s.o, s.conn, mv)
 		}
 		return true, m.on(ctx, mv.From, func(n *valkey.Node) error {
+			if mv.EmptiesSource {
+				// Set on the source alone, before the move: only the node
+				// losing its last slot decides whether it follows the
+				// target (see topology.MigrateSlots.EmptiesSource).
+				if err := n.ConfigSet(ctx, "cluster-allow-replica-migration", "no"); err != nil {
+					return err
+				}
+			}
 			return n.ClusterMigrateSlots(ctx, mv.ToID, mv.Slots...)
 		})
 	case topology.KindClearSlotStates:
