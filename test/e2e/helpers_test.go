@@ -21,6 +21,7 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/render"
+	"github.com/gomomento/valkey-operator/internal/testenv"
 	"github.com/gomomento/valkey-operator/internal/tlssecret"
 	"github.com/gomomento/valkey-operator/internal/topology"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
@@ -456,48 +457,9 @@ func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, tim
 		if r := s.Resharding; r != nil {
 			return fmt.Errorf("resharding %s, moving %+v", r.Progress, r.Moving)
 		}
-		var nodes valkeyv1.ValkeyNodeList
-		if err := k8sClient.List(context.Background(), &nodes, client.InNamespace(key.Namespace), client.MatchingLabels{valkeyv1.LabelInstance: key.Name}); err != nil {
-			return err
-		}
-		if len(nodes.Items) != len(s.Nodes) {
-			return fmt.Errorf("%d ValkeyNodes", len(nodes.Items))
-		}
-		for _, n := range nodes.Items {
-			if n.Spec.Lifecycle != valkeyv1.LifecycleActive {
-				return fmt.Errorf("node %s is %s", n.Name, n.Spec.Lifecycle)
-			}
-		}
-		primaries, linked := 0, 0
-		for _, name := range s.Nodes {
-			n, err := dialPod(key.Namespace, name)
-			if err != nil {
-				return err
-			}
-			repl, err := n.InfoReplication(context.Background())
-			if err != nil {
-				n.Close()
-				return err
-			}
-			cn, err := n.ClusterNodes(context.Background())
-			n.Close()
-			if err != nil {
-				return err
-			}
-			me, _ := cn.Myself()
-			switch {
-			case repl.Role == vk.RoleReplica && repl.PrimaryLinkStatus == "up":
-				linked++
-			case repl.Role == vk.RolePrimary && me.SlotCount() > 0:
-				primaries++
-			default:
-				return fmt.Errorf("node %s: role %s, link %q, %d slots", name, repl.Role, repl.PrimaryLinkStatus, me.SlotCount())
-			}
-		}
-		if primaries != shards || linked != shards*replicas {
-			return fmt.Errorf("%d primaries with slots, %d linked replicas", primaries, linked)
-		}
-		return nil
+		return testenv.MembersConverged(context.Background(), k8sClient, key, s.Nodes, shards, replicas, func(name string) (*vk.Node, error) {
+			return dialPod(key.Namespace, name)
+		})
 	})
 	for _, sh := range vc.Status.ShardStatuses {
 		if len(sh.Replicas) != replicas {
