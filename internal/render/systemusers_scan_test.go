@@ -32,10 +32,12 @@ var operatorPackages = []string{
 
 // otherClients are packages that talk to Valkey as a user of their own:
 // restore drives a scratch server (the loader) as that server's default
-// user; the fleet benchmark's ping loop, the nodes' default user.
+// user; the fleet benchmark's ping loop, the nodes' default user; the
+// tests' convergence check (testenv), whichever user its caller dials.
 var otherClients = []string{
 	"github.com/gomomento/valkey-operator/internal/restore",
 	"github.com/gomomento/valkey-operator/bench/pingloop",
+	"github.com/gomomento/valkey-operator/internal/testenv",
 }
 
 // clientCommands are what valkey-go sends by itself on a connection the
