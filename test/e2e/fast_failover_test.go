@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,7 +64,14 @@ func TestFastFailoverOnProcessExit(t *testing.T) {
 func logFailoverTimeline(t *testing.T, key client.ObjectKey, lost string, killed time.Time) {
 	t.Helper()
 	var exited time.Time
-	for _, cs := range getPod(t, key.Namespace, lost).Status.ContainerStatuses {
+	// The operator may have replaced the pod already: then the kubelet's
+	// record of the exit is gone with it, and only the Event is logged.
+	var pod corev1.Pod
+	err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: lost}, &pod)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == render.ContainerValkey && cs.State.Terminated != nil {
 			exited = cs.State.Terminated.FinishedAt.Time
 		}
