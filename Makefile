@@ -33,7 +33,7 @@ lint: ## go vet and a gofmt check.
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 
 .PHONY: testbin
-testbin: ## Build etcd, the Kubernetes control plane, kubelet, kube-proxy and versitygw (S3) from the Go module proxy (cached).
+testbin: ## Build etcd, the Kubernetes control plane, kubelet, kube-proxy, CoreDNS and versitygw (S3) from the Go module proxy (cached).
 	hack/build-testbin.sh
 
 .PHONY: node

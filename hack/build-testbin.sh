@@ -2,7 +2,8 @@
 # Builds the test control plane from the Go module proxy into bin/testbin/:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler, and the
 # S3-compatible server (versitygw) the backup tests write to, and the node
-# components (kubelet, kube-proxy) the real-node tests run.
+# components (kubelet, kube-proxy) and cluster DNS (CoreDNS) the real-node
+# tests run.
 # Prebuilt envtest archives are not always reachable, so we compile the real
 # components ourselves. A build is reused when its stamp matches the versions.
 set -euo pipefail
@@ -10,6 +11,7 @@ set -euo pipefail
 KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${TESTBIN_DIR:-$ROOT/bin/testbin}"
 STAMP="$OUT/.stamp"
@@ -38,6 +40,19 @@ if [[ ! -f "$S3_STAMP" || "$(cat "$S3_STAMP")" != "versitygw=$VERSITYGW_VERSION"
     go build -trimpath -o "$OUT/versitygw" github.com/versity/versitygw/cmd/versitygw
   )
   echo "versitygw=$VERSITYGW_VERSION" >"$S3_STAMP"
+fi
+
+# CoreDNS is its own module too, so its Kubernetes dependencies never meet ours.
+DNS_STAMP="$OUT/.stamp-coredns"
+if [[ ! -f "$DNS_STAMP" || "$(cat "$DNS_STAMP")" != "coredns=$COREDNS_VERSION" || ! -x "$OUT/coredns" ]]; then
+  echo ">> building coredns $COREDNS_VERSION" >&2
+  mkdir -p "$WORK/coredns" && (
+    cd "$WORK/coredns"
+    go mod init testbin/coredns >/dev/null 2>&1
+    go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null
+    go build -trimpath -o "$OUT/coredns" github.com/coredns/coredns
+  )
+  echo "coredns=$COREDNS_VERSION" >"$DNS_STAMP"
 fi
 
 # kubelet and kube-proxy have their own stamp too: adding them reuses an
