@@ -51,6 +51,16 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('valkey.gomomento.com/'))",message="annotation keys with the prefix valkey.gomomento.com/ are reserved for the operator"
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
+	// PodLabels are added to the pods, beside the config's spec.pod.labels
+	// (a key of both takes this value). The operator's own labels cannot be
+	// set. Additions and changes are applied to running pods in place; a
+	// removed key stays on running pods until they are next replaced.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && k.split('/')[k.split('/').size() - 1].size() <= 63 && (k.split('/').size() == 1 || k.split('/')[0].size() <= 253))",message="spec.podLabels: keys must be valid label keys ([prefix/]name, name at most 63 characters)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by']) && !k.startsWith('valkey.gomomento.com/'))",message="spec.podLabels: app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by and keys under valkey.gomomento.com/ are the operator's"
+	PodLabels map[string]LabelValue `json:"podLabels,omitempty"`
+
 	// Autoscaling makes spec.shards the starting count of a shard count driven
 	// by utilisation.
 	// +optional

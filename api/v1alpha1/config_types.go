@@ -65,6 +65,13 @@ type ValkeyConfigSpec struct {
 	// +optional
 	Persistence *Persistence `json:"persistence,omitempty"`
 
+	// Pod is the placement and metadata of every node's pod: tolerations,
+	// affinity, priority, image pull secrets, spread, labels and
+	// annotations. See PodSettings for how each is inherited and which
+	// changes replace the nodes.
+	// +optional
+	Pod *PodSettings `json:"pod,omitempty"`
+
 	// Rollout paces the roll an edit of this config starts across the
 	// clusters that use it, directly or through baseRef. Unset, one
 	// cluster rolls at a time. It is never inherited: each config along a

@@ -65,6 +65,10 @@ type ValkeyNodeSpec struct {
 	// +optional
 	Placement *Placement `json:"placement,omitempty"`
 
+	// Pod is a snapshot of the config's pod settings at node creation.
+	// +optional
+	Pod *NodePod `json:"pod,omitempty"`
+
 	// ExporterImage is the metrics exporter's image; set iff the pod runs
 	// the exporter next to Valkey.
 	// +optional

@@ -116,7 +116,7 @@ const (
 	// Ready, and counts for its shard's PodDisruptionBudget, only with it.
 	ConditionSynced = "valkey.gomomento.com/synced"
 
-	// ReservedPrefix is refused in spec.podAnnotations.
+	// ReservedPrefix is refused in pod labels and in spec.podAnnotations.
 	ReservedPrefix = "valkey.gomomento.com/"
 
 	// FinalizerCluster guards a ValkeyCluster's teardown.
@@ -136,3 +136,9 @@ const (
 	// FinalizerNode guards a ValkeyNode's teardown.
 	FinalizerNode = "valkey.gomomento.com/node-cleanup"
 )
+
+// OperatorPodLabels are the labels outside ReservedPrefix the operator sets
+// on every Valkey pod and selects on; a user's pod labels may not set them
+// (the admission rules of spec.pod.labels and spec.podLabels spell this
+// list, and a test keeps them equal).
+var OperatorPodLabels = []string{LabelName, LabelInstance, LabelManagedBy}
