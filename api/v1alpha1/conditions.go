@@ -66,6 +66,11 @@ const (
 	// every node was read and runs them all, Unknown while a node could
 	// not be read.
 	CondConfigDrift = "ConfigDrift"
+	// CondPlacementApplied is True when the pods carry every placement
+	// setting of the config (spec.pod) and the cluster as written, False
+	// while two of them contradict each other: its message names each and
+	// the one kept. See docs/placement.md.
+	CondPlacementApplied = "PlacementApplied"
 )
 
 // Reasons of the VolumeSize condition.
@@ -106,6 +111,16 @@ const (
 	// ReasonSettingsRefused is the Warning Event of a node whose server
 	// refused an edit of live settings: the node is replaced with them.
 	ReasonSettingsRefused = "SettingsRefused"
+)
+
+// Reasons of the PlacementApplied condition.
+const (
+	// ReasonPlacementApplied: nothing contradicts.
+	ReasonPlacementApplied = "PlacementApplied"
+	// ReasonPlacementConflict: a cluster's nodeSelector gives a config's
+	// key another value, or a config's spread constraint repeats the
+	// operator's key and mode.
+	ReasonPlacementConflict = "PlacementConflict"
 )
 
 // Reasons of the MemoryHeadroom condition.

@@ -36,7 +36,8 @@ type Placement struct {
 // is inherited along baseRef like the rest of a config: a list or a
 // setting is taken whole from the first config, child to root, that sets
 // it; labels, annotations and nodeSelector are merged key by key, a
-// child's value overriding its parent's. The operator's own settings (the
+// child's value overriding its parent's; an empty list is set, and clears
+// the inherited one. The operator's own settings (the
 // security context, probes, the hand-over hook, its labels) cannot be
 // changed here. See docs/placement.md.
 type PodSettings struct {
@@ -48,7 +49,7 @@ type PodSettings struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator != 'Exists' || !has(t.value) || t.value == '')",message="spec.pod.tolerations: a toleration with operator Exists takes no value"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, has(t.key) && t.key != '' || has(t.operator) && t.operator == 'Exists')",message="spec.pod.tolerations: a toleration without a key must have operator Exists"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.tolerationSeconds) || has(t.effect) && t.effect == 'NoExecute')",message="spec.pod.tolerations: tolerationSeconds applies only to effect NoExecute"
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []corev1.Toleration `json:"tolerations,omitzero"`
 
 	// Affinity of the pods: node affinity, pod affinity and anti-affinity,
 	// as in a pod spec. Required node affinity is combined with the zones
@@ -70,7 +71,7 @@ type PodSettings struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
-	ImagePullSecrets []PullSecretRef `json:"imagePullSecrets,omitempty"`
+	ImagePullSecrets []PullSecretRef `json:"imagePullSecrets,omitzero"`
 
 	// Labels added to the pods, for cost allocation or policy engines. The
 	// operator's own labels cannot be set. Applied to running pods in place.
@@ -99,7 +100,7 @@ type PodSettings struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(c, c.maxSkew >= 1)",message="spec.pod.topologySpreadConstraints: maxSkew must be at least 1"
 	// +kubebuilder:validation:XValidation:rule="self.all(c, c.topologyKey != '')",message="spec.pod.topologySpreadConstraints: topologyKey must be set"
 	// +kubebuilder:validation:XValidation:rule="self.all(c, c.whenUnsatisfiable in ['DoNotSchedule', 'ScheduleAnyway'])",message="spec.pod.topologySpreadConstraints: whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway"
-	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitzero"`
 
 	// NodeSelector every pod of the config's clusters carries. A cluster's
 	// placement.nodeSelector may add keys (narrowing) but not give one of
@@ -111,10 +112,14 @@ type PodSettings struct {
 }
 
 // NodePod is the snapshot of a config's pod settings a node is created
-// with; like the rest of a node's spec it never changes (a change means a
-// replacement node). Labels and annotations are not in it: they are
-// applied to running pods in place.
+// with. A change of the scheduling fields means a replacement node; labels
+// and annotations are read when the pod is created, and later edits reach
+// the running pods in place from the cluster, not through this snapshot.
 type NodePod struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 	// +optional
 	// +listType=atomic
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`

@@ -25,7 +25,8 @@ func (c Cluster) NodeSpec(r *resolve.Result, shard int32) (v1alpha1.ValkeyNodeSp
 		Memory:         r.Memory,
 		ValkeySettings: settings,
 		ShardIndex:     shard,
-		Placement:      c.Cluster.Spec.Placement.DeepCopy(),
+		Placement:      nodePlacement(c.Cluster.Spec.Placement, r.Pod),
+		Pod:            nodePod(r.Pod),
 		Persistence:    persistence,
 		Lifecycle:      v1alpha1.LifecycleJoining,
 	}

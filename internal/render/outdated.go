@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"github.com/gomomento/valkey-operator/api/v1alpha1"
 )
 
@@ -12,11 +14,12 @@ import (
 // and why, for the status message and the log. Only what a running node
 // cannot take in place counts: image, cpu, memory, valkey settings other
 // than the live ones (see SettingsChange), zones
-// (as a set), nodeSelector, the volume's class and write mode, and whether
+// (as a set), nodeSelector, the config's tolerations, affinity, priority
+// class, image pull secrets and spread (see podChange), the volume's class and write mode, and whether
 // the pod runs the metrics exporter. The volume's size is not among them:
 // a claim grows in place (VolumeSizing), and a smaller size is refused, not
 // rolled.
-// zoneSpread, the exporter's image and pod annotations only affect pods
+// zoneSpread, the exporter's image, pod labels and annotations only affect pods
 // created later or are patched in place (a new operator release with
 // another exporter image must not roll every cluster); lifecycle is the
 // node's own progress. A missing map and an empty one are the same.
@@ -39,6 +42,9 @@ func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 	if key, ok := firstDifference(ep.NodeSelector, dp.NodeSelector); ok {
 		return true, fmt.Sprintf("nodeSelector %q changed", key)
 	}
+	if why, ok := podChange(existing.Pod, desired.Pod); ok {
+		return true, why
+	}
 	if why, ok := persistenceChange(existing.Persistence, desired.Persistence); ok {
 		return true, why
 	}
@@ -49,6 +55,42 @@ func Outdated(existing, desired v1alpha1.ValkeyNodeSpec) (bool, string) {
 		return true, "metrics exporter disabled"
 	}
 	return false, ""
+}
+
+// podChange is a change of the config's pod settings a scheduled pod
+// cannot take: the scheduler placed it under the old ones, and a pod's
+// tolerations, affinity, priority, pull secrets and spread cannot be
+// edited (or, for tolerations, only added to). Labels and annotations are
+// applied in place, so they are not compared. A missing list and an empty
+// one are the same.
+func podChange(a, b *v1alpha1.NodePod) (string, bool) {
+	if a == nil {
+		a = &v1alpha1.NodePod{}
+	}
+	if b == nil {
+		b = &v1alpha1.NodePod{}
+	}
+	same := func(x, y any) bool { return equality.Semantic.DeepEqual(x, y) }
+	switch {
+	case !sameList(a.Tolerations, b.Tolerations, same):
+		return "tolerations changed", true
+	case !same(a.Affinity, b.Affinity):
+		return "affinity changed", true
+	case a.PriorityClassName != b.PriorityClassName:
+		return fmt.Sprintf("priorityClassName changed from %q to %q", a.PriorityClassName, b.PriorityClassName), true
+	case !sameList(a.ImagePullSecrets, b.ImagePullSecrets, same):
+		return "imagePullSecrets changed", true
+	case !sameList(a.TopologySpreadConstraints, b.TopologySpreadConstraints, same):
+		return "topologySpreadConstraints changed", true
+	}
+	return "", false
+}
+
+func sameList[T any](a, b []T, same func(x, y any) bool) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return same(a, b)
 }
 
 // persistenceChange is a change that needs a new claim; a size never does.

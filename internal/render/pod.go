@@ -60,10 +60,14 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 	cluster := node.Spec.ClusterName
 
 	meta := nodeMeta(node.Name, node)
-	meta.Labels = PodLabels(cluster, node.Spec.ShardIndex)
-	if len(c.Cluster.Spec.PodAnnotations) > 0 {
-		meta.Annotations = maps.Clone(c.Cluster.Spec.PodAnnotations)
+	var own, ownAnnotations map[string]string
+	if p := node.Spec.Pod; p != nil {
+		own, ownAnnotations = p.Labels, p.Annotations
 	}
+	// The operator's labels last: admission refuses them in the user's,
+	// and the operator finds its pods by them.
+	meta.Labels, meta.Annotations = c.PodMetadata(own, ownAnnotations)
+	meta.Labels = mergeMaps(meta.Labels, PodLabels(cluster, node.Spec.ShardIndex))
 
 	placement := node.Spec.Placement
 	if placement == nil {
@@ -93,9 +97,11 @@ func (c Cluster) Pod(node *v1alpha1.ValkeyNode) (*corev1.Pod, error) {
 			ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: v1alpha1.ConditionSynced}},
 			Volumes:                       volumes(node),
 			NodeSelector:                  maps.Clone(placement.NodeSelector),
-			Tolerations:                   tolerations(),
-			Affinity:                      zoneAffinity(placement.Zones),
-			TopologySpreadConstraints:     spreadConstraints(cluster, c.zoneSpread(placement)),
+			Tolerations:                   podTolerations(node.Spec.Pod),
+			Affinity:                      podAffinity(placement.Zones, node.Spec.Pod),
+			TopologySpreadConstraints:     podSpread(cluster, c.zoneSpread(placement), node.Spec.Pod),
+			PriorityClassName:             priorityClassName(node.Spec.Pod),
+			ImagePullSecrets:              imagePullSecrets(node.Spec.Pod),
 		},
 	}, nil
 }

@@ -49,6 +49,10 @@ type Result struct {
 	// when none is.
 	Persistence *v1alpha1.Persistence
 
+	// Pod is spec.pod merged along the chain (see resolvePod); nil when
+	// no config sets it.
+	Pod *v1alpha1.PodSettings
+
 	// Chain is the config names, child to root.
 	Chain []string
 }
@@ -118,6 +122,8 @@ func Config(ctx context.Context, menu Menu, name string) (*Result, error) {
 			break
 		}
 	}
+
+	r.Pod = resolvePod(configs)
 
 	img, err := menu.Image(ctx, imageName)
 	switch {

@@ -79,7 +79,7 @@ func (r *Reconciler) ensureDerivedObjects(ctx context.Context, s *clusterScope) 
 	if err := r.restorePodLabels(ctx, vc, o); err != nil {
 		return phaseResult{}, err
 	}
-	if err := r.ensurePodAnnotations(ctx, vc, o); err != nil {
+	if err := r.ensurePodMetadata(ctx, s); err != nil {
 		return phaseResult{}, err
 	}
 	if err := r.ensurePodReadiness(ctx, o); err != nil {

@@ -27,6 +27,7 @@ func (r *Reconciler) resolveConfig(ctx context.Context, s *clusterScope) (phaseR
 			fmt.Sprintf("config chain %v resolved to image %s", res.Chain, res.Image)}
 		s.found.defaultUserOpen = defaultUserCondition(users)
 		s.found.headroom = memoryHeadroomCondition(res)
+		s.found.placement = placementCondition(s.rc, res)
 		s.res, s.users = res, users
 		return nextPhase, nil
 	}

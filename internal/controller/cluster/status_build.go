@@ -33,6 +33,7 @@ func clusterStatus(prev valkeyv1.ValkeyClusterStatus, generation int64, f findin
 	b.setFound(valkeyv1.CondReferencesResolved, f.refs)
 	b.setFound(valkeyv1.CondDefaultUserOpen, f.defaultUserOpen)
 	b.setFound(valkeyv1.CondMemoryHeadroom, f.headroom)
+	b.setFound(valkeyv1.CondPlacementApplied, f.placement)
 	if f.noPersistence {
 		meta.RemoveStatusCondition(&b.st.Conditions, valkeyv1.CondVolumeSize)
 	}

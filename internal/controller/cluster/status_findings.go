@@ -28,6 +28,10 @@ type findings struct {
 	// them, whether the default user is open and the memory headroom.
 	refs, defaultUserOpen, headroom *cond
 
+	// placement is whether the pods carry the placement settings as
+	// written (PlacementApplied).
+	placement *cond
+
 	// volumeSize is how the volumes are sized; noPersistence says the
 	// cluster has no volumes, so the condition goes.
 	volumeSize    *cond
