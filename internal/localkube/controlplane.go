@@ -42,6 +42,10 @@ type ControlPlaneOptions struct {
 	APIServerArgs         []string
 	ControllerManagerArgs []string
 	SchedulerArgs         []string
+	// PodNetwork, when set, serves the control plane to the pods of real
+	// nodes. Without it the apiserver listens on loopback alone, which is
+	// all localkube's pods (processes of this machine) need.
+	PodNetwork *PodNetwork
 	// StartTimeout bounds each component's start. Default 60s (two cores
 	// and a cold etcd can be slow).
 	StartTimeout time.Duration
@@ -54,6 +58,9 @@ type ControlPlane struct {
 	Env *envtest.Environment
 	// Config is an admin (system:masters) client configuration.
 	Config *rest.Config
+	// PodNetwork is ControlPlaneOptions.PodNetwork with its defaults
+	// filled in, nil without one.
+	PodNetwork *PodNetwork
 
 	dir        string
 	ownDir     bool
@@ -78,6 +85,7 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (cp *Contr
 	if cp, err = newControlPlane(opts.Dir); err != nil {
 		return nil, err
 	}
+	cp.PodNetwork = opts.PodNetwork
 	started := cp
 	defer func() {
 		if err != nil {
@@ -115,6 +123,13 @@ func (opts *ControlPlaneOptions) complete() (err error) {
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.PodNetwork != nil {
+		pn := *opts.PodNetwork
+		if err := pn.complete(); err != nil {
+			return err
+		}
+		opts.PodNetwork = &pn
 	}
 	return nil
 }
@@ -175,6 +190,11 @@ func (cp *ControlPlane) startEtcdAndAPIServer(opts ControlPlaneOptions, logDir s
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: etcdData, Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.APIServer = &envtest.APIServer{Path: apiPath, CertDir: certDir, Out: apiLog, Err: apiLog}
+	if opts.PodNetwork != nil {
+		if err := opts.PodNetwork.configure(env.ControlPlane.APIServer); err != nil {
+			return err
+		}
+	}
 	configureAPIServer(env.ControlPlane.APIServer, opts)
 	cfg, err := env.Start()
 	if err != nil {

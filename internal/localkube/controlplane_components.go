@@ -27,14 +27,15 @@ func (cp *ControlPlane) startControllers(ctx context.Context, opts ControlPlaneO
 	if err != nil {
 		return err
 	}
-	if err := cp.startComponent(ctx, opts.BinDir, "kube-controller-manager", append(controllerManagerArgs(kcmKubeconfig), opts.ControllerManagerArgs...), logDir, opts.StartTimeout); err != nil {
+	kcmArgs := controllerManagerArgs(kcmKubeconfig, opts.PodNetwork, filepath.Join(cp.dir, "apiserver"))
+	if err := cp.startComponent(ctx, opts.BinDir, "kube-controller-manager", append(kcmArgs, opts.ControllerManagerArgs...), logDir, opts.StartTimeout); err != nil {
 		return err
 	}
 	return cp.startComponent(ctx, opts.BinDir, "kube-scheduler", append(schedulerArgs(schedKubeconfig), opts.SchedulerArgs...), logDir, opts.StartTimeout)
 }
 
-func controllerManagerArgs(kubeconfig string) []string {
-	return []string{
+func controllerManagerArgs(kubeconfig string, pn *PodNetwork, certDir string) []string {
+	common := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
@@ -42,6 +43,11 @@ func controllerManagerArgs(kubeconfig string) []string {
 		"--use-service-account-credentials=false",
 		"--cluster-name=localkube",
 		"--authentication-skip-lookup=true",
+	}
+	if pn != nil {
+		return append(common, pn.controllerManagerArgs(certDir)...)
+	}
+	return append(common,
 		// Legacy token Secrets need the signing key and nothing here uses
 		// them; bound tokens come from the TokenRequest API. EndpointSlices
 		// and Endpoints refuse loopback addresses (API validation), so
@@ -49,7 +55,7 @@ func controllerManagerArgs(kubeconfig string) []string {
 		// Warning Event on every Service; the runtime's resolver serves
 		// Service names instead.
 		"--controllers=*,-serviceaccount-token-controller,-endpointslice-controller,-endpoints-controller,-endpointslice-mirroring-controller",
-	}
+	)
 }
 
 func schedulerArgs(kubeconfig string) []string {

@@ -220,19 +220,41 @@ func tarDir(dir, dst string) error {
 }
 
 // BuildPause compiles ./pause as a static binary at dst.
-func BuildPause(ctx context.Context, dst string) error {
+func BuildPause(ctx context.Context, dst string) error { return buildStatic(ctx, "pause", dst) }
+
+// buildStatic compiles the command in ./<pkg> as a static binary at dst.
+func buildStatic(ctx context.Context, pkg, dst string) error {
 	root, err := testbin.RepoRoot()
 	if err != nil {
-		return fmt.Errorf("building the pause binary: %w", err)
+		return fmt.Errorf("building the %s binary: %w", pkg, err)
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", dst,
-		"github.com/gomomento/valkey-operator/internal/realnode/pause")
+		"github.com/gomomento/valkey-operator/internal/realnode/"+pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the pause binary: %w: %s", err, out)
+		return fmt.Errorf("building the %s binary: %w: %s", pkg, err, out)
 	}
 	return nil
+}
+
+// ProbeImage is the client pod of the network checks, built from ./probe
+// (entrypoint /probe; see its doc for the checks it takes as arguments).
+const ProbeImage = "localhost/realnode/probe:v1"
+
+// WriteProbeImage builds the probe and writes ProbeImage as an OCI tarball
+// at tarPath.
+func WriteProbeImage(ctx context.Context, tarPath string) error {
+	bin := tarPath + ".probe"
+	if err := buildStatic(ctx, "probe", bin); err != nil {
+		return err
+	}
+	defer os.Remove(bin)
+	return WriteImage(tarPath, ImageSpec{
+		Ref:        ProbeImage,
+		Files:      []ImageFile{{Path: "/probe", Mode: 0o755, Source: bin}},
+		Entrypoint: []string{"/probe"},
+	})
 }
 
 // WritePauseImage builds the pause binary and writes the pause image

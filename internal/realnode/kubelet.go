@@ -113,9 +113,11 @@ func (n *Node) kubeletConfig() ([]byte, error) {
 	}
 	if len(n.opts.ClusterDNS) > 0 {
 		cfg["clusterDNS"] = n.opts.ClusterDNS
+	} else if n.DNS != nil {
+		cfg["clusterDNS"] = []string{n.DNS.String()}
 	}
-	if n.opts.ClusterDomain != "" {
-		cfg["clusterDomain"] = n.opts.ClusterDomain
+	if n.ClusterDomain != "" {
+		cfg["clusterDomain"] = n.ClusterDomain
 	}
 	return yaml.Marshal(cfg)
 }
@@ -172,7 +174,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// unregister deletes the Node object and the node user's binding.
+// unregister deletes the Node object and the RBAC objects of the node's
+// users.
 func (n *Node) unregister() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -187,5 +190,21 @@ func (n *Node) unregister() error {
 			errs = append(errs, fmt.Errorf("deleting ClusterRoleBinding %s: %w", n.rbacBinding, err))
 		}
 	}
+	for _, o := range n.rbacObjects {
+		var err error
+		switch o.kind {
+		case "ClusterRoleBinding":
+			err = n.client.RbacV1().ClusterRoleBindings().Delete(ctx, o.name, metav1.DeleteOptions{})
+		case "ClusterRole":
+			err = n.client.RbacV1().ClusterRoles().Delete(ctx, o.name, metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s %s: %w", o.kind, o.name, err))
+		}
+	}
 	return errors.Join(errs...)
 }
+
+// rbacObject is a ClusterRole or ClusterRoleBinding the node made for one
+// of its components, deleted with the Node.
+type rbacObject struct{ kind, name string }

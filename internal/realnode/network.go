@@ -210,6 +210,12 @@ func (n *network) writeConflist(confDir, ipamDir, name string) error {
 	return os.WriteFile(filepath.Join(confDir, "10-"+name+".conflist"), data, 0o644)
 }
 
+// DefaultNodeIP is the node's InternalIP when Options.NodeIP is empty:
+// an address of this machine that its pods reach (their traffic to it
+// leaves through the bridge's gateway), where a control plane serving
+// pods listens (localkube.PodNetwork.Address).
+func DefaultNodeIP() (net.IP, error) { return defaultRouteIP() }
+
 // defaultRouteIP is the IPv4 address of the interface holding the default
 // route: the node's InternalIP.
 func defaultRouteIP() (net.IP, error) {

@@ -60,9 +60,23 @@ type Options struct {
 	// bearer tokens authenticate to the kubelet, so logs and exec through
 	// the apiserver are refused.
 	KubeletClientCA string
-	// ClusterDNS and ClusterDomain go into the KubeletConfiguration when set.
+	// ClusterDNS and ClusterDomain go into the KubeletConfiguration when
+	// set. ClusterDomain is also the zone DNS serves (default
+	// cluster.local); ClusterDNS defaults to the node's CoreDNS with DNS.
 	ClusterDNS    []string
 	ClusterDomain string
+	// DNS runs CoreDNS for the node: at its bridge's gateway address
+	// (Node.DNS, port 53), serving ClusterDomain's Service, headless and
+	// pod names and the reverse zones from the control plane, and nothing
+	// else. Headless names need the control plane's EndpointSlice
+	// controller (localkube.PodNetwork).
+	DNS bool
+	// Services runs kube-proxy (iptables mode) for the node, so Service
+	// ClusterIPs reach their pods, from the pods and from this machine.
+	// Its chains are machine-wide, so one node on the machine runs it at a
+	// time: Start waits (as long as its context lets it) for another
+	// run's node with Services to stop.
+	Services bool
 	// KubeletArgs are extra kubelet flags.
 	KubeletArgs []string
 	// StartTimeout bounds each step of Start. Default 90s.
@@ -80,6 +94,10 @@ type Node struct {
 	Bridge    string
 	// CgroupRoot is the cgroup (in every hierarchy) holding the pods.
 	CgroupRoot string
+	// DNS is where the node's CoreDNS serves (port DNSPort), nil without
+	// Options.DNS; ClusterDomain is the zone it serves and the kubelet's.
+	DNS           net.IP
+	ClusterDomain string
 	// Timings are the wall times of Start's steps, in order.
 	Timings []Timing
 
@@ -97,6 +115,10 @@ type Node struct {
 	containerdProc *daemon
 	kubeletProc    *daemon
 	rbacBinding    string
+	rbacObjects    []rbacObject
+	dnsProc        *daemon
+	proxyProc      *daemon
+	proxyLock      *os.File
 	registered     bool
 	started        time.Time
 
@@ -141,6 +163,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		n.Name = "realnode-" + n.id
 	}
 	n.CgroupRoot = "/realnode-" + n.id
+	n.ClusterDomain = opts.ClusterDomain
+	if n.ClusterDomain == "" && opts.DNS {
+		n.ClusterDomain = defaultClusterDomain
+	}
 	n.containerd = newContainerdPaths(dir)
 	n.cniConfDir = filepath.Join(dir, "cni", "net.d")
 	n.kubeletRoot = filepath.Join(dir, "kubelet")
@@ -156,15 +182,21 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			n = nil
 		}
 	}()
-	steps := []struct {
+	type step struct {
 		name string
 		run  func(context.Context) error
-	}{
+	}
+	steps := []step{
 		{"prepare", n.prepare},
 		{"containerd", n.startContainerd},
 		{"pause image", n.importPause},
-		{"kubelet credentials", n.writeKubeletFiles},
-		{"kubelet ready", n.startKubelet},
+	}
+	if opts.DNS {
+		steps = append(steps, step{"cluster DNS", n.startDNS})
+	}
+	steps = append(steps, step{"kubelet credentials", n.writeKubeletFiles}, step{"kubelet ready", n.startKubelet})
+	if opts.Services {
+		steps = append(steps, step{"kube-proxy", n.startProxy})
 	}
 	for _, s := range steps {
 		t0 := time.Now()
@@ -203,6 +235,9 @@ func (n *Node) prepare(context.Context) error {
 		return err
 	}
 	n.Bridge, n.PodSubnet = n.network.bridge, n.network.subnet
+	if n.opts.DNS {
+		n.DNS = n.network.gateway
+	}
 	n.rec.Bridge = n.Bridge
 	if err := update(n.rec); err != nil {
 		return err
@@ -232,7 +267,8 @@ func (n *Node) Dir() string { return n.dir }
 // LogDir holds containerd.log and kubelet.log.
 func (n *Node) LogDir() string { return filepath.Join(n.dir, "logs") }
 
-// Stop stops the kubelet and containerd, kills what is left of the pods
+// Stop stops kube-proxy (removing its rules), CoreDNS, the kubelet and
+// containerd, kills what is left of the pods
 // and the shims, unmounts everything under Dir, removes the bridge, the
 // cgroups and what the run left outside Dir, and deletes the Node and its
 // RBAC binding. The last run out on this machine restores the sysctls and
@@ -250,6 +286,9 @@ func (n *Node) stop() error {
 			errs = append(errs, fmt.Errorf("%s: %w", step, err))
 		}
 	}
+	add("stopping kube-proxy", n.stopProxy())
+	n.rec.KubeProxy = ""
+	n.dnsProc.stop(5 * time.Second)
 	n.kubeletProc.stop(15 * time.Second)
 	sandboxes := sandboxIDs(n.dir)
 	// The pods' processes, then the shims, go before containerd, which

@@ -178,6 +178,13 @@ type machine struct {
 
 func setup(t *testing.T) (context.Context, kubernetes.Interface, *localkube.ControlPlane, string, machine) {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with a control plane serving pods (pn) when pn is
+// not nil.
+func setupWith(t *testing.T, pn *localkube.PodNetwork) (context.Context, kubernetes.Interface, *localkube.ControlPlane, string, machine) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("a real node runs containerd and a kubelet, which need root")
 	}
@@ -204,6 +211,7 @@ func setup(t *testing.T) (context.Context, kubernetes.Interface, *localkube.Cont
 		ServiceAccountAdmission: true,
 		APIServerArgs:           kc.APIServerArgs(),
 		ControllerManagerArgs:   []string{"--flex-volume-plugin-dir=" + filepath.Join(dir, "cp", "flex")},
+		PodNetwork:              pn,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -232,12 +240,20 @@ func setup(t *testing.T) (context.Context, kubernetes.Interface, *localkube.Cont
 // second Stop does nothing).
 func startNode(ctx context.Context, t *testing.T, cp *localkube.ControlPlane, dir, sub string) *realnode.Node {
 	t.Helper()
-	node, err := realnode.Start(ctx, realnode.Options{
+	return startNodeWith(ctx, t, cp, dir, sub, func(*realnode.Options) {})
+}
+
+// startNodeWith is startNode with the options edited by edit.
+func startNodeWith(ctx context.Context, t *testing.T, cp *localkube.ControlPlane, dir, sub string, edit func(*realnode.Options)) *realnode.Node {
+	t.Helper()
+	opts := realnode.Options{
 		Config:          cp.Config,
 		Users:           cp.Env,
 		Dir:             filepath.Join(dir, sub),
 		KubeletClientCA: filepath.Join(dir, "apiserver-kubelet-client", "kubelet-client-ca.crt"),
-	})
+	}
+	edit(&opts)
+	node, err := realnode.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,22 +406,41 @@ func assertMachineRestored(t *testing.T, dir string, before machine) {
 	}
 }
 
-// iptablesRules is iptables-save without comments and counters.
+// iptablesRules is iptables-save and ip6tables-save without comments,
+// counters and tables that hold nothing (only built-in chains accepting):
+// iptables-nft keeps a table kube-proxy made once it is emptied, to the
+// same effect as none.
 func iptablesRules(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("iptables-save").Output()
-	if err != nil {
-		t.Fatalf("iptables-save: %v", err)
-	}
 	var lines []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "#") {
-			continue
+	for _, save := range []string{"iptables-save", "ip6tables-save"} {
+		out, err := exec.Command(save).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", save, err)
 		}
-		if i := strings.LastIndex(l, " ["); strings.HasPrefix(l, ":") && i > 0 {
-			l = l[:i]
+		var table []string
+		empty := true
+		for _, l := range strings.Split(string(out), "\n") {
+			switch {
+			case strings.HasPrefix(l, "#") || l == "":
+				continue
+			case strings.HasPrefix(l, "*"):
+				table, empty = nil, true
+			case strings.HasPrefix(l, ":"):
+				if f := strings.Fields(l); len(f) < 2 || f[1] != "ACCEPT" {
+					empty = false
+				}
+			case l != "COMMIT":
+				empty = false
+			}
+			if i := strings.LastIndex(l, " ["); strings.HasPrefix(l, ":") && i > 0 {
+				l = l[:i]
+			}
+			table = append(table, save+": "+l)
+			if l == "COMMIT" && !empty {
+				lines = append(lines, table...)
+			}
 		}
-		lines = append(lines, l)
 	}
 	return strings.Join(lines, "\n")
 }

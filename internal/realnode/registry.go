@@ -21,13 +21,16 @@ const StateDir = "/run/realnode"
 // runRecord is what a run leaves behind to undo, kept in
 // StateDir/runs/<id>.json while the run lives.
 type runRecord struct {
-	ID         string    `json:"id"`
-	Owner      int       `json:"owner"`
-	OwnerStart string    `json:"ownerStart"`
-	Dir        string    `json:"dir"`
-	Bridge     string    `json:"bridge,omitempty"`
-	CgroupRoot string    `json:"cgroupRoot"`
-	Started    time.Time `json:"started"`
+	ID         string `json:"id"`
+	Owner      int    `json:"owner"`
+	OwnerStart string `json:"ownerStart"`
+	Dir        string `json:"dir"`
+	Bridge     string `json:"bridge,omitempty"`
+	CgroupRoot string `json:"cgroupRoot"`
+	// KubeProxy is the kube-proxy binary while the run holds the machine's
+	// kube-proxy lock: a killed run's rules are removed with it.
+	KubeProxy string    `json:"kubeProxy,omitempty"`
+	Started   time.Time `json:"started"`
 }
 
 // machineState is the machine as the first of the runs alive found it,
@@ -250,7 +253,7 @@ func leave(id string) error {
 			return err
 		}
 	}
-	for _, p := range []string{machinePath(), filepath.Join(StateDir, "runs"), filepath.Join(StateDir, "lock"), StateDir} {
+	for _, p := range []string{machinePath(), filepath.Join(StateDir, "runs"), proxyLockPath(), filepath.Join(StateDir, "lock"), StateDir} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
@@ -276,6 +279,9 @@ func teardownRun(rec runRecord, sandboxes []string) error {
 		add("removing the bridge", (&network{bridge: rec.Bridge, created: true}).remove())
 	}
 	add("cleaning up outside "+rec.Dir, cleanRunOutside(rec, sandboxes))
+	if rec.KubeProxy != "" {
+		add("removing kube-proxy's rules", cleanupDeadProxy(rec.KubeProxy))
+	}
 	return errors.Join(errs...)
 }
 

@@ -114,12 +114,20 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 	if err != nil {
 		return stop, err
 	}
+	nodeIP, err := realnode.DefaultNodeIP()
+	if err != nil {
+		return stop, err
+	}
+	clusterDomain := controller.DefaultOptions().ClusterDomain
 	if cp, err = localkube.StartControlPlane(ctx, localkube.ControlPlaneOptions{
 		Dir:                     filepath.Join(dir, "cp"),
 		CRDDirectoryPaths:       []string{filepath.Join(root, "config", "crd", "bases")},
 		ServiceAccountAdmission: true,
 		APIServerArgs:           kc.APIServerArgs(),
 		ControllerManagerArgs:   []string{"--flex-volume-plugin-dir=" + filepath.Join(dir, "cp", "flex")},
+		// Pods reach the apiserver through the `kubernetes` Service, as an
+		// operator pod's in-cluster configuration does.
+		PodNetwork: &localkube.PodNetwork{Address: nodeIP.String(), ClusterDomain: clusterDomain},
 	}); err != nil {
 		return stop, fmt.Errorf("control plane: %w", err)
 	}
@@ -135,9 +143,13 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 		Users:           cp.Env,
 		Dir:             filepath.Join(dir, "node"),
 		KubeletClientCA: filepath.Join(dir, "kubelet-client", "kubelet-client-ca.crt"),
+		NodeIP:          nodeIP.String(),
 		// The domain the operator names pods under: the kubelet writes the
-		// pod's name in it into the pod's /etc/hosts.
-		ClusterDomain: controller.DefaultOptions().ClusterDomain,
+		// pod's name in it into the pod's /etc/hosts, and the node's
+		// CoreDNS serves it.
+		ClusterDomain: clusterDomain,
+		DNS:           true,
+		Services:      true,
 	}); err != nil {
 		return stop, fmt.Errorf("node: %w", err)
 	}
@@ -146,7 +158,7 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 			fmt.Fprintln(os.Stderr, "stopping the node:", err)
 		}
 	})
-	logf("node %s Ready (bridge %s, pod subnet %s)", node.Name, node.Bridge, node.PodSubnet)
+	logf("node %s Ready (bridge %s, pod subnet %s, cluster DNS %s)", node.Name, node.Bridge, node.PodSubnet, node.DNS)
 
 	// The images of the pods the tests render: Valkey 8 and the exporter.
 	// The operator runs in this process, so its image is not needed.
