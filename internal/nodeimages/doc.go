@@ -8,7 +8,9 @@
 //     (hack/install-valkey9.sh),
 //   - render.DefaultExporterImage from Debian's prometheus-redis-exporter,
 //   - gomomento/valkey-operator:latest from cmd/valkey-operator, built as the
-//     Dockerfile builds it.
+//     Dockerfile builds it,
+//   - localhost/valkey-client:8.0.1, for tests: Debian's valkey-cli and
+//     openssl, so a client pod runs the TLS page's checks as written.
 //
 // Each image is one layer holding the programs, every shared library ldd
 // lists for them with the dynamic loader, and the files the rendered pod
