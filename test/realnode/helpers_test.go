@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +18,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/nodeimages"
 	"github.com/gomomento/valkey-operator/internal/realnode"
 	"github.com/gomomento/valkey-operator/internal/testenv"
 	"github.com/gomomento/valkey-operator/internal/topology"
@@ -103,6 +110,15 @@ func getCluster(t testing.TB, key client.ObjectKey) *valkeyv1.ValkeyCluster {
 // link is up. except names pods that must not be members.
 func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, timeout time.Duration, except ...string) *valkeyv1.ValkeyCluster {
 	t.Helper()
+	return waitConvergedVia(t, key, shards, replicas, timeout, func(name string) (*vk.Node, error) {
+		return dialPod(key.Namespace, name)
+	}, except...)
+}
+
+// waitConvergedVia is waitConverged asking the nodes through dial.
+func waitConvergedVia(t testing.TB, key client.ObjectKey, shards, replicas int, timeout time.Duration,
+	dial func(name string) (*vk.Node, error), except ...string) *valkeyv1.ValkeyCluster {
+	t.Helper()
 	var vc *valkeyv1.ValkeyCluster
 	eventually(t, timeout, fmt.Sprintf("%s converged to %dx%d", key, shards, replicas), func() error {
 		vc = getCluster(t, key)
@@ -121,9 +137,7 @@ func waitConverged(t testing.TB, key client.ObjectKey, shards, replicas int, tim
 		if p := meta.FindStatusCondition(s.Conditions, "Progressing"); p == nil || p.Status != metav1.ConditionFalse || p.ObservedGeneration != vc.Generation {
 			return fmt.Errorf("still progressing: %v", conditionSummary(vc))
 		}
-		return testenv.MembersConverged(context.Background(), k8sClient, key, s.Nodes, shards, replicas, func(name string) (*vk.Node, error) {
-			return dialPod(key.Namespace, name)
-		})
+		return testenv.MembersConverged(context.Background(), k8sClient, key, s.Nodes, shards, replicas, dial)
 	})
 	return vc
 }
@@ -456,4 +470,175 @@ func procStatus(t testing.TB, pid int) map[string]string {
 		}
 	}
 	return m
+}
+
+// createRestrictedNamespace creates a namespace whose pods the apiserver
+// admits only when they meet the restricted Pod Security Standard, and
+// checks the admission refuses a pod that does not.
+func createRestrictedNamespace(t testing.TB, name string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}}
+	if err := k8sClient.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	plain := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "no-security-context"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: nodeimages.Client().Name}}},
+	}
+	if err := k8sClient.Create(ctx, plain, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Fatalf("a pod without securityContext in %s: %v; want a PodSecurity refusal", name, err)
+	}
+}
+
+// execResult is what a command run in a container printed and how it
+// exited.
+type execResult struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r execResult) String() string {
+	return fmt.Sprintf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+}
+
+// podExec runs argv in a container of a pod as kubectl exec does: through
+// the apiserver, which streams it from the node's kubelet.
+func podExec(t testing.TB, ns, pod, container string, argv ...string) execResult {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(cp.Config, "GET", req.URL().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(cp.Config, "POST", req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr strings.Builder
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	res := execResult{stdout: stdout.String(), stderr: stderr.String()}
+	var exit utilexec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitStatus()
+	case err != nil:
+		t.Fatalf("exec %q in %s/%s: %v", argv, ns, pod, err)
+	}
+	return res
+}
+
+// checkingClient writes keys again and again, reading each back, while a
+// change that no client may notice runs; it remembers every acknowledged
+// value and every failed or wrong request.
+type checkingClient struct {
+	c    valkey.Client
+	stop chan struct{}
+	done chan struct{}
+
+	mu             sync.Mutex
+	acked          map[string]string
+	writes, reads  int
+	failed, wrong  int
+	errs           []string
+	start, stopped time.Time
+}
+
+// startChecking starts one writer cycling through 200 keys under prefix.
+func startChecking(c valkey.Client, prefix string) *checkingClient {
+	cc := &checkingClient{c: c, stop: make(chan struct{}), done: make(chan struct{}), acked: map[string]string{}, start: time.Now()}
+	go cc.run(prefix)
+	return cc
+}
+
+func (cc *checkingClient) run(prefix string) {
+	defer close(cc.done)
+	for seq := 0; ; seq++ {
+		select {
+		case <-cc.stop:
+			return
+		default:
+		}
+		k, v := fmt.Sprintf("%s:%d", prefix, seq%200), fmt.Sprintf("v%d", seq)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := cc.c.Do(ctx, cc.c.B().Set().Key(k).Value(v).Build()).Error()
+		var got string
+		var rerr error
+		if err == nil {
+			got, rerr = cc.c.Do(ctx, cc.c.B().Get().Key(k).Build()).ToString()
+		}
+		cancel()
+		cc.mu.Lock()
+		switch {
+		case err != nil:
+			cc.failed++
+			cc.note("SET %s: %v", k, err)
+			// The write may have landed: the key's value is unknown.
+			delete(cc.acked, k)
+		case rerr != nil:
+			cc.writes++
+			cc.acked[k] = v
+			cc.failed++
+			cc.note("GET %s: %v", k, rerr)
+		default:
+			cc.writes++
+			cc.reads++
+			cc.acked[k] = v
+			if got != v {
+				cc.wrong++
+				cc.note("GET %s = %q, want %q", k, got, v)
+			}
+		}
+		cc.mu.Unlock()
+		select {
+		case <-cc.stop:
+			return
+		case <-time.After(5 * time.Millisecond): // pacing the client, not waiting for the operator
+		}
+	}
+}
+
+func (cc *checkingClient) note(format string, args ...any) {
+	if len(cc.errs) < 5 {
+		cc.errs = append(cc.errs, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+	}
+}
+
+// finishUndisturbed stops the client, fails the test on any failed or
+// wrong request (or none made at all) and returns every acknowledged
+// write.
+func (cc *checkingClient) finishUndisturbed(t testing.TB) map[string]string {
+	t.Helper()
+	close(cc.stop)
+	<-cc.done
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	t.Logf("checking client over %s: %d writes and %d reads ok, %d failed, %d wrong; first errors: %v",
+		time.Since(cc.start).Round(time.Second), cc.writes, cc.reads, cc.failed, cc.wrong, cc.errs)
+	if cc.writes == 0 {
+		t.Fatal("the checking client wrote nothing")
+	}
+	if cc.failed+cc.wrong > 0 {
+		t.Fatalf("%d requests failed and %d read a wrong value, e.g. %v", cc.failed, cc.wrong, cc.errs)
+	}
+	out := make(map[string]string, len(cc.acked))
+	for k, v := range cc.acked {
+		out[k] = v
+	}
+	return out
 }

@@ -160,7 +160,8 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 	})
 	logf("node %s Ready (bridge %s, pod subnet %s, cluster DNS %s)", node.Name, node.Bridge, node.PodSubnet, node.DNS)
 
-	// The images of the pods the tests render: Valkey 8 and the exporter.
+	// The images of the pods the tests render: Valkey 8 and the exporter;
+	// and the client pods the tests run the TLS page's commands from.
 	// The operator runs in this process, so its image is not needed.
 	imgDir := filepath.Join(dir, "images")
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
@@ -169,6 +170,7 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 	for _, build := range []func() (nodeimages.Image, error){
 		func() (nodeimages.Image, error) { return nodeimages.BuildValkey(ctx, nodeimages.Valkey8(), imgDir) },
 		func() (nodeimages.Image, error) { return nodeimages.BuildExporter(ctx, nodeimages.Exporter(), imgDir) },
+		func() (nodeimages.Image, error) { return nodeimages.BuildClient(ctx, nodeimages.Client(), imgDir) },
 	} {
 		img, err := build()
 		if err != nil {
