@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/dnsname"
 	"github.com/gomomento/valkey-operator/internal/nodeimages"
+	"github.com/gomomento/valkey-operator/internal/realnode"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -157,7 +159,6 @@ func (f *tlsCluster) startClientPod(name string) string {
 			}},
 			Volumes: []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName: f.secret, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}}},
-			HostAliases: f.hostAliases(),
 			// sleep, as PID 1, ignores SIGTERM.
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 		},
@@ -176,22 +177,6 @@ func (f *tlsCluster) startClientPod(name string) string {
 		return nil
 	})
 	return name
-}
-
-// hostAliases tell the client pod the names the TLS page uses: the node
-// has no cluster DNS yet, so the Service's name points at one pod and
-// every pod's name at the pod.
-func (f *tlsCluster) hostAliases() []corev1.HostAlias {
-	pods := clusterPods(f.t, f.key)
-	var out []corev1.HostAlias
-	for i, p := range pods {
-		names := []string{dnsname.Pod(p.Name, f.key.Name, f.key.Namespace, clusterDomain)}
-		if i == 0 {
-			names = append(names, f.service())
-		}
-		out = append(out, corev1.HostAlias{IP: p.Status.PodIP, Hostnames: names})
-	}
-	return out
 }
 
 // run runs a shell command line in the client pod.
@@ -286,9 +271,11 @@ func (f *tlsCluster) waitServing(leaf *testcerts.LeafCert, timeout time.Duration
 	return time.Since(start)
 }
 
-// clusterClient is a cluster-aware client of the test process, over TLS.
-// The nodes announce their own names; this machine's resolver does not
-// know them, so each is dialled at its pod's IP and verified with its name.
+// clusterClient is a cluster-aware client of the test process, over TLS,
+// that follows the names the nodes announce: this machine's resolver does
+// not know the cluster's names, so they are looked up at the node's
+// cluster DNS, as a pod's resolver does, and verified against the
+// certificate.
 func (f *tlsCluster) clusterClient() valkey.Client {
 	f.t.Helper()
 	pool := x509.NewCertPool()
@@ -310,12 +297,11 @@ func (f *tlsCluster) clusterClient() valkey.Client {
 			if err != nil {
 				return nil, err
 			}
-			pod, _, _ := strings.Cut(host, ".")
-			var p corev1.Pod
-			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: f.key.Namespace, Name: pod}, &p); err != nil {
-				return nil, fmt.Errorf("resolving %s: %w", host, err)
+			addrs, err := clusterResolver.LookupHost(ctx, host)
+			if err != nil {
+				return nil, err
 			}
-			conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Status.PodIP, port))
+			conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addrs[0], port))
 			if err != nil {
 				return nil, err
 			}
@@ -333,6 +319,12 @@ func (f *tlsCluster) clusterClient() valkey.Client {
 	f.t.Cleanup(c.Close)
 	return c
 }
+
+// clusterResolver asks the node's CoreDNS.
+var clusterResolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, net.JoinHostPort(node.DNS.String(), strconv.Itoa(realnode.DNSPort)))
+}}
 
 // TestTLSWalkthrough follows the TLS page as a product team would, in a
 // namespace enforcing the restricted Pod Security Standard: the
