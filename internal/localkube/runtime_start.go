@@ -33,7 +33,7 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	if err := r.waitSchedulable(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.startStorage(ctx, r.cs); err != nil {
+	if err := r.startStorage(r.cs); err != nil {
 		return nil, err
 	}
 	if err := r.watch(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,27 +114,46 @@ func (p dirProvisioner) Delete(_ context.Context, pv *corev1.PersistentVolume) e
 
 // startStorage installs the StorageClass and runs the provisioner until the
 // runtime stops.
-func (r *Runtime) startStorage(ctx context.Context, cs kubernetes.Interface) error {
-	root := filepath.Join(r.opts.BaseDir, "volumes")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+func (r *Runtime) startStorage(cs kubernetes.Interface) error {
+	wait, err := StartDirStorage(r.ctx, cs, filepath.Join(r.opts.BaseDir, "volumes"), r.log.WithName("provisioner"))
+	if err != nil {
 		return err
 	}
-	if _, err := cs.StorageV1().StorageClasses().Create(ctx, storageClass(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("installing StorageClass %s: %w", StorageClassName, err)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		wait()
+	}()
+	return nil
+}
+
+// StartDirStorage installs the default StorageClass (StorageClassName)
+// and runs its provisioner until ctx ends: each claim's volume is a new
+// directory under root, a `local` PersistentVolume pinned to the node its
+// first consumer was scheduled to. Local, not hostPath: a real kubelet
+// gives a local volume the pod's fsGroup, so a pod running as a non-root
+// user can write it. The returned function waits until the provisioner
+// has stopped.
+func StartDirStorage(ctx context.Context, cs kubernetes.Interface, root string, log logr.Logger) (wait func(), err error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("making the volumes' directory: %w", err)
 	}
-	pctx := klog.NewContext(r.ctx, r.log.WithName("provisioner"))
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, storageClass(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("installing StorageClass %s: %w", StorageClassName, err)
+	}
+	pctx := klog.NewContext(ctx, log)
 	pc := provisioncontroller.NewProvisionController(pctx, cs, ProvisionerName, dirProvisioner{root: root},
 		provisioncontroller.LeaderElection(false),
 		// Claims here are bound within a test's patience, not after the
 		// library's 15 s first retry.
 		provisioncontroller.ExponentialBackOffOnError(false),
 	)
-	r.wg.Add(1)
+	done := make(chan struct{})
 	go func() {
-		defer r.wg.Done()
+		defer close(done)
 		pc.Run(pctx)
 	}()
-	return nil
+	return func() { <-done }, nil
 }
 
 // claimPath is the directory of the volume bound to a pod's claim, once

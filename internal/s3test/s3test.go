@@ -1,6 +1,7 @@
 // Package s3test runs a real S3-compatible server (versitygw, built into
 // bin/testbin by hack/build-testbin.sh) for tests: a fresh one per test,
-// on a free port, storing objects in the test's temporary directory.
+// on a free port of 127.0.0.1 (or the address ListenOn names), storing
+// objects in the test's temporary directory.
 package s3test
 
 import (
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -25,9 +27,9 @@ const Binary = "versitygw"
 
 // Server is one running versitygw.
 type Server struct {
-	// Endpoint is http://127.0.0.1:<port>.
+	// Endpoint is http://<address>:<port>.
 	Endpoint string
-	// Host is 127.0.0.1:<port>.
+	// Host is <address>:<port>.
 	Host      string
 	AccessKey string
 	SecretKey string
@@ -35,20 +37,36 @@ type Server struct {
 	Dir string
 }
 
+// Option changes where Start's server listens.
+type Option func(*settings)
+
+type settings struct{ address string }
+
+// ListenOn makes the server listen on address (an IP of this machine)
+// instead of 127.0.0.1: one a pod's network namespace reaches too, such
+// as the address of a node's bridge or the node's own IP.
+func ListenOn(address string) Option {
+	return func(s *settings) { s.address = address }
+}
+
 // Start runs a server until the test ends. A missing binary fails the
 // test: make testbin builds it, and a skip would pass without a store.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	set := settings{address: "127.0.0.1"}
+	for _, o := range opts {
+		o(&set)
+	}
 	dir, err := testbin.Dir(Binary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := freePort(set.address)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{
-		Host:      fmt.Sprintf("127.0.0.1:%d", port),
+		Host:      net.JoinHostPort(set.address, strconv.Itoa(port)),
 		AccessKey: "backup-test-access",
 		SecretKey: "backup-test-secret-key",
 		Dir:       t.TempDir(),
@@ -107,10 +125,10 @@ func (s *Server) MakeBucket(t testing.TB, name string) {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(address string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(address, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
+		return 0, fmt.Errorf("finding a free port on %s: %w", address, err)
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil

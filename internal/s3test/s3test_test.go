@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -32,5 +35,24 @@ func TestServerStoresObjects(t *testing.T) {
 	wrong.SecretKey = "wrong"
 	if _, err := wrong.Client(t).BucketExists(ctx, "things"); err == nil {
 		t.Fatal("a wrong secret was accepted")
+	}
+}
+
+// ListenOn puts the server on the address given, and only there.
+func TestListenOn(t *testing.T) {
+	// Linux answers on every address of 127.0.0.0/8, so this one needs no
+	// interface of its own.
+	s := Start(t, ListenOn("127.0.0.2"))
+	if !strings.HasPrefix(s.Endpoint, "http://127.0.0.2:") {
+		t.Fatalf("endpoint %s, want one on 127.0.0.2", s.Endpoint)
+	}
+	s.MakeBucket(t, "things")
+	_, port, err := net.SplitHostPort(s.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), time.Second); err == nil {
+		_ = c.Close()
+		t.Fatalf("the server answers on 127.0.0.1:%s too", port)
 	}
 }

@@ -57,8 +57,9 @@ func createNamespace(t testing.TB, name string) {
 
 // createMenu creates a ValkeyImage of Valkey 8.0.1 and a ValkeyConfig on it
 // with maxmemory 64mb, the metrics exporter beside Valkey when exporter is
-// set, both named after name, and returns the config's name.
-func createMenu(t testing.TB, name string, exporter bool) string {
+// set, and edits applied, both named after name, and returns the config's
+// name.
+func createMenu(t testing.TB, name string, exporter bool, edits ...func(*valkeyv1.ValkeyConfigSpec)) string {
 	t.Helper()
 	img := &valkeyv1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "valkey-" + name},
 		Spec: valkeyv1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
@@ -66,6 +67,9 @@ func createMenu(t testing.TB, name string, exporter bool) string {
 		Spec: valkeyv1.ValkeyConfigSpec{ImageRef: img.Name, Valkey: map[string]string{"maxmemory": "64mb"}}}
 	if exporter {
 		cfg.Spec.Exporter = &valkeyv1.Exporter{Enabled: ptr.To(true)}
+	}
+	for _, edit := range edits {
+		edit(&cfg.Spec)
 	}
 	for _, o := range []client.Object{img, cfg} {
 		if err := k8sClient.Create(context.Background(), o); err != nil {
@@ -75,11 +79,15 @@ func createMenu(t testing.TB, name string, exporter bool) string {
 	return cfg.Name
 }
 
-// createCluster creates a plaintext cluster, deleted when the test ends.
-func createCluster(t testing.TB, ns, name, config string, shards, replicas int) client.ObjectKey {
+// createCluster creates a plaintext cluster with edits applied, deleted
+// when the test ends.
+func createCluster(t testing.TB, ns, name, config string, shards, replicas int, edits ...func(*valkeyv1.ValkeyClusterSpec)) client.ObjectKey {
 	t.Helper()
 	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: valkeyv1.ValkeyClusterSpec{ConfigRef: config, Shards: int32(shards), ReplicasPerShard: int32(replicas)}}
+	for _, edit := range edits {
+		edit(&vc.Spec)
+	}
 	if err := k8sClient.Create(context.Background(), vc); err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +307,69 @@ func writeKeys(t testing.TB, c valkey.Client, prefix string, n int) map[string]s
 		want[k] = v
 	}
 	return want
+}
+
+// keyWriter writes new keys one after another through a cluster client
+// until stopped, keeping those acknowledged. A write that failed may or
+// may not have landed, so only the acknowledged ones must read back.
+type keyWriter struct {
+	c      valkey.Client
+	prefix string
+	quit   chan struct{}
+	done   chan struct{}
+
+	mu     sync.Mutex
+	acked  map[string]string
+	failed int
+}
+
+func startWriter(c valkey.Client, prefix string) *keyWriter {
+	w := &keyWriter{c: c, prefix: prefix, quit: make(chan struct{}), done: make(chan struct{}), acked: map[string]string{}}
+	go w.run()
+	return w
+}
+
+func (w *keyWriter) run() {
+	defer close(w.done)
+	for i := 0; ; i++ {
+		select {
+		case <-w.quit:
+			return
+		default:
+		}
+		k, v := fmt.Sprintf("%s:%d", w.prefix, i), fmt.Sprintf("value-%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := w.c.Do(ctx, w.c.B().Set().Key(k).Value(v).Build()).Error()
+		cancel()
+		w.mu.Lock()
+		if err == nil {
+			w.acked[k] = v
+		} else {
+			w.failed++
+		}
+		w.mu.Unlock()
+		if err != nil {
+			// The cluster may be down for a while: no busy loop.
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// acknowledged is how many writes have been acknowledged so far.
+func (w *keyWriter) acknowledged() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// stop ends the writes and returns the acknowledged ones and how many
+// failed.
+func (w *keyWriter) stop() (map[string]string, int) {
+	close(w.quit)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked, w.failed
 }
 
 // waitReplicated waits until every replica has acknowledged everything its

@@ -159,6 +159,11 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 		}
 	})
 	logf("node %s Ready (bridge %s, pod subnet %s, cluster DNS %s)", node.Name, node.Bridge, node.PodSubnet, node.DNS)
+	stopStorage, err := startStorage(ctx, filepath.Join(dir, "volumes"))
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, stopStorage)
 
 	// The images of the pods the tests render: Valkey 8 and the exporter;
 	// and the client pods the tests run the TLS page's commands from.
