@@ -97,7 +97,7 @@ func createCluster(t testing.TB, ns, name, config string, shards, replicas int, 
 			logState(t, key)
 		}
 		_ = k8sClient.Delete(context.Background(), vc)
-		waitPodsGone(t, ns)
+		waitPodsGone(t, key)
 	})
 	return key
 }
@@ -242,16 +242,23 @@ func logState(t testing.TB, key client.ObjectKey) {
 	}
 }
 
-// waitPodsGone waits until the namespace has no pod left.
-func waitPodsGone(t testing.TB, ns string) {
+// waitPodsGone waits until no pod of the cluster is left, its restore
+// loaders included; other clusters of the namespace may stay.
+func waitPodsGone(t testing.TB, key client.ObjectKey) {
 	t.Helper()
-	eventually(t, 2*time.Minute, "the pods of "+ns+" gone", func() error {
+	eventually(t, 2*time.Minute, "the pods of "+key.String()+" gone", func() error {
 		var list corev1.PodList
-		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(key.Namespace)); err != nil {
 			return err
 		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("pods left: %s", podsSummary(ns))
+		var left []string
+		for _, p := range list.Items {
+			if p.Labels[valkeyv1.LabelInstance] == key.Name || p.Labels[valkeyv1.LabelRestoreOf] == key.Name {
+				left = append(left, p.Name+" "+string(p.Status.Phase))
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("pods left: %v", left)
 		}
 		return nil
 	})
