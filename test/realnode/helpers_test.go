@@ -97,7 +97,7 @@ func createCluster(t testing.TB, ns, name, config string, shards, replicas int, 
 			logState(t, key)
 		}
 		_ = k8sClient.Delete(context.Background(), vc)
-		waitPodsGone(t, key)
+		waitClusterPodsGone(t, key)
 	})
 	return key
 }
@@ -242,9 +242,24 @@ func logState(t testing.TB, key client.ObjectKey) {
 	}
 }
 
-// waitPodsGone waits until no pod of the cluster is left, its restore
-// loaders included; other clusters of the namespace may stay.
-func waitPodsGone(t testing.TB, key client.ObjectKey) {
+// waitPodsGone waits until the namespace has no pod left.
+func waitPodsGone(t testing.TB, ns string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "the pods of "+ns+" gone", func() error {
+		var list corev1.PodList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("pods left: %s", podsSummary(ns))
+		}
+		return nil
+	})
+}
+
+// waitClusterPodsGone waits until no pod of the cluster is left, its
+// restore loaders included; other clusters of the namespace may stay.
+func waitClusterPodsGone(t testing.TB, key client.ObjectKey) {
 	t.Helper()
 	eventually(t, 2*time.Minute, "the pods of "+key.String()+" gone", func() error {
 		var list corev1.PodList
