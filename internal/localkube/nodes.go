@@ -3,7 +3,9 @@ package localkube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -34,18 +36,21 @@ func (r *Runtime) nodeObject(i int) *corev1.Node {
 	name := r.nodeNames[i]
 	zone := r.opts.Zones[i%len(r.opts.Zones)]
 	now := metav1.Now()
+	labels := maps.Clone(r.opts.NodeLabels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, map[string]string{
+		corev1.LabelHostname:           name,
+		corev1.LabelTopologyZone:       zone,
+		corev1.LabelTopologyRegion:     r.opts.Region,
+		corev1.LabelOSStable:           "linux",
+		corev1.LabelArchStable:         runtime.GOARCH,
+		"localkube.gomomento.com/node": "true",
+	})
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				corev1.LabelHostname:           name,
-				corev1.LabelTopologyZone:       zone,
-				corev1.LabelTopologyRegion:     r.opts.Region,
-				corev1.LabelOSStable:           "linux",
-				corev1.LabelArchStable:         runtime.GOARCH,
-				"localkube.gomomento.com/node": "true",
-			},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(r.opts.NodeTaints)},
 		Status: corev1.NodeStatus{
 			Capacity:    r.opts.NodeCapacity.DeepCopy(),
 			Allocatable: r.opts.NodeCapacity.DeepCopy(),
@@ -94,6 +99,11 @@ func (r *Runtime) registerNodes(ctx context.Context) error {
 					node.Labels[k] = v
 				}
 				node.Spec.Unschedulable = false
+				for _, t := range want.Spec.Taints {
+					if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
+						node.Spec.Taints = append(node.Spec.Taints, t)
+					}
+				}
 				node, err = r.cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 			}
 		}
@@ -122,7 +132,8 @@ func (r *Runtime) registerNodes(ctx context.Context) error {
 	return nil
 }
 
-// waitSchedulable returns once no node carries a taint. A new node starts
+// waitSchedulable returns once no node carries a taint but the runtime's
+// own (NodeTaints). A new node starts
 // with node.kubernetes.io/not-ready until the node lifecycle controller has
 // observed it Ready; callers that schedule at once would otherwise race it.
 func (r *Runtime) waitSchedulable(ctx context.Context) error {
@@ -134,9 +145,11 @@ func (r *Runtime) waitSchedulable(ctx context.Context) error {
 				last = err.Error()
 				return false, nil
 			}
-			if len(n.Spec.Taints) > 0 {
-				last = fmt.Sprintf("node %s has taints %v", name, n.Spec.Taints)
-				return false, nil
+			for _, t := range n.Spec.Taints {
+				if !slices.ContainsFunc(r.opts.NodeTaints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
+					last = fmt.Sprintf("node %s has taints %v", name, n.Spec.Taints)
+					return false, nil
+				}
 			}
 		}
 		return true, nil

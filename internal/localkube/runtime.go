@@ -54,6 +54,17 @@ type Options struct {
 	// 32Gi memory, 110 pods.
 	NodeCapacity corev1.ResourceList
 
+	// NodeLabels and NodeTaints are set on every node this runtime
+	// registers, from its first write, so that no pod lands on a node
+	// meant to be tainted before the taint is there. A test's own pool of
+	// nodes beside the shared ones is made this way.
+	NodeLabels map[string]string
+	NodeTaints []corev1.Taint
+	// NoProvisioner leaves claims to another runtime serving the same
+	// control plane: two provisioners of one StorageClass would race for
+	// every claim, and this runtime's volumes go when it stops.
+	NoProvisioner bool
+
 	// PodCIDR is the loopback range pod addresses come from. Default 127.10.0.0/16.
 	PodCIDR string
 	// AddressLockDir holds the lock files that keep runtimes on one machine

@@ -33,8 +33,10 @@ func StartRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	if err := r.waitSchedulable(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.startStorage(r.cs); err != nil {
-		return nil, err
+	if !r.opts.NoProvisioner {
+		if err := r.startStorage(r.cs); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.watch(); err != nil {
 		return nil, err

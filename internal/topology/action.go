@@ -110,6 +110,10 @@ const (
 	// ReasonRetireOutdatedJoiner: a node created for a roll whose spec
 	// changed again before it joined is retired rather than waited for.
 	ReasonRetireOutdatedJoiner = "retiring a joining node whose spec changed again"
+	// ReasonReplaceUnplaceable: a joining node whose pod the scheduler
+	// cannot place, and whose spec has changed since (a placement fixed,
+	// say), goes, so that one with the current spec takes its place.
+	ReasonReplaceUnplaceable = "replacing a node the scheduler cannot place, whose spec has changed"
 	// ReasonHandOver: a primary's pod is being deleted (deletion, eviction,
 	// drain) while its process still serves; a synced replica takes over
 	// before the process gets SIGTERM.

@@ -24,7 +24,7 @@ func Plan(in Input) Wave {
 			fmt.Sprintf("shards=%d replicasPerShard=%d", in.Shards, in.ReplicasPerShard)))
 	}
 	w := newWorld(in)
-	steps := []func() ([]Action, bool){w.handOvers, w.readdress, w.reintroduce, one(w.primaries), one(w.redirectMigrations), one(w.removeDead)}
+	steps := []func() ([]Action, bool){w.handOvers, w.readdress, w.reintroduce, one(w.primaries), one(w.redirectMigrations), one(w.removeDead), one(w.replaceUnplaceable)}
 	if in.Creating {
 		steps = append(steps, w.bootstrap)
 	} else {

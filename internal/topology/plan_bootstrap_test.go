@@ -30,6 +30,14 @@ func TestBootstrapSteps(t *testing.T) {
 			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
 				nd{name: "n4", shard: 1, life: LifecycleJoining, phase: PodPending, unsched: "0/3 nodes available"})
 		}, `Wait (` + ReasonUnschedulable + `: n4: 0/3 nodes available)`},
+		{"a pod that cannot be scheduled, its spec fixed since: the node is replaced", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
+				nd{name: "n4", shard: 1, life: LifecycleJoining, phase: PodPending, unsched: "0/3 nodes available", outdated: true})
+		}, `DeleteNode node=n4 (` + ReasonReplaceUnplaceable + `: n4: 0/3 nodes available)`},
+		{"a pending pod, its spec changed, but not refused by the scheduler: waited for", func() []Member {
+			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
+				nd{name: "n4", shard: 1, life: LifecycleJoining, phase: PodPending, outdated: true})
+		}, `Wait (waiting for pod to run: n4)`},
 		{"pod running but not answering", func() []Member {
 			return mesh(joining("n1", 0), joining("n2", 1), joining("n3", 0),
 				nd{name: "n4", shard: 1, life: LifecycleJoining, noView: true})

@@ -168,6 +168,24 @@ func TestSteadyDecisions(t *testing.T) {
 			v.LinkUp, v.SyncDone, v.HoldsData = false, false, false
 			return ms
 		}, false, "MarkLeaving node=n3 (" + ReasonRetireOutdatedJoiner + ": n3)"},
+		{"a roll's replica the scheduler cannot place, its spec changed since: replaced", 1, func() []Member {
+			ms := mesh(
+				nd{name: "n1", shard: 0, slots: rs(0, 16383), outdated: true},
+				nd{name: "n2", shard: 0, role: RoleReplica, primary: "n1", outdated: true},
+				nd{name: "n3", shard: 0, life: LifecycleJoining, phase: PodPending, unsched: "0/3 nodes available", outdated: true},
+			)
+			member(ms, "n3").JoinType = JoinReplica
+			return ms
+		}, false, "DeleteNode node=n3 (" + ReasonReplaceUnplaceable + ": n3: 0/3 nodes available)"},
+		{"a roll's replica the scheduler cannot place, its spec current: waited for, never replaced", 1, func() []Member {
+			ms := mesh(
+				nd{name: "n1", shard: 0, slots: rs(0, 16383), outdated: true},
+				nd{name: "n2", shard: 0, role: RoleReplica, primary: "n1", outdated: true},
+				nd{name: "n3", shard: 0, life: LifecycleJoining, phase: PodPending, unsched: "0/3 nodes available"},
+			)
+			member(ms, "n3").JoinType = JoinReplica
+			return ms
+		}, false, "Wait (" + ReasonPodUnschedulable + ": n3: 0/3 nodes available)"},
 		{"a staying member some peers forgot is met by each of them", 3, func() []Member {
 			ms := formed3()
 			for _, n := range []string{"n2", "n3", "n5"} {

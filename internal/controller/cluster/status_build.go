@@ -157,6 +157,11 @@ func (b *statusBuilder) summary(r reportFinding) {
 // planner's answer, working towards shards.
 func (b *statusBuilder) planned(a topology.Action, state topology.State, shards int) {
 	b.st.State, b.st.Message = valkeyv1.ClusterState(state), ""
+	if a.Cause == topology.CausePodUnschedulable {
+		// What a person must act on, in the scheduler's own words, where
+		// kubectl get shows it.
+		b.st.Message = a.Describe()
+	}
 	if state == topology.StateActive && b.st.TargetSpec != nil && a.Done() {
 		// Formed: bootstrap's snapshot is no longer the shape wanted.
 		b.st.TargetSpec = nil
