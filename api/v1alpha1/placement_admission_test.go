@@ -79,6 +79,9 @@ func TestPodSettingsAdmission(t *testing.T) {
 			want: []string{"topologyKey must be set"}},
 		{name: "spread with an unknown mode", manifest: podSpec("    topologySpreadConstraints: [{maxSkew: 1, topologyKey: rack, whenUnsatisfiable: Sometimes}]\n"),
 			want: []string{"whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway"}},
+		{name: "two spreads with one key and mode", manifest: podSpec("    topologySpreadConstraints: [{maxSkew: 1, topologyKey: rack, whenUnsatisfiable: DoNotSchedule}, {maxSkew: 2, topologyKey: rack, whenUnsatisfiable: DoNotSchedule}]\n"),
+			want: []string{"spec.pod.topologySpreadConstraints[1]", "Duplicate value"}},
+		{name: "one key in both modes", manifest: podSpec("    topologySpreadConstraints: [{maxSkew: 1, topologyKey: rack, whenUnsatisfiable: DoNotSchedule}, {maxSkew: 2, topologyKey: rack, whenUnsatisfiable: ScheduleAnyway}]\n")},
 		{name: "too many node selector keys", manifest: podSpec("    nodeSelector: {" + strings.Join(func() []string {
 			var kv []string
 			for i := range 33 {

@@ -90,12 +90,16 @@ type PodSettings struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 
 	// TopologySpreadConstraints added to the operator's own (each shard's
-	// members over hosts and zones). A constraint on a topology key the
-	// operator already spreads over, with another whenUnsatisfiable, is
-	// reported in the cluster's status and the stricter one is kept.
+	// members over hosts and zones). A constraint with the topologyKey and
+	// whenUnsatisfiable of one of the operator's cannot be added beside it
+	// (a pod carries one per key and mode): it is reported in the
+	// cluster's PlacementApplied condition and the operator's is kept. A
+	// constraint without a labelSelector counts the cluster's own pods.
 	// Changing them replaces the nodes one at a time.
 	// +optional
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=topologyKey
+	// +listMapKey=whenUnsatisfiable
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.all(c, c.maxSkew >= 1)",message="spec.pod.topologySpreadConstraints: maxSkew must be at least 1"
 	// +kubebuilder:validation:XValidation:rule="self.all(c, c.topologyKey != '')",message="spec.pod.topologySpreadConstraints: topologyKey must be set"

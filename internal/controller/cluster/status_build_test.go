@@ -110,6 +110,16 @@ func TestClusterStatusPrecedence(t *testing.T) {
 			valkeyv1.CondProgressing: {metav1.ConditionTrue, valkeyv1.ReasonRestoring, "loading shard 1 of 3"},
 		},
 	}, {
+		name: "a pod the scheduler cannot place: Updating, its reason in status.message and Progressing",
+		f: findings{report: planFinding(topology.Action{Kind: topology.KindWait, Tier: topology.TierUpdate, Cause: topology.CausePodUnschedulable,
+			Reason: topology.ReasonPodUnschedulable, Detail: "c-1: 0/3 nodes are available: 3 node(s) had untolerated taint"}, topology.StateUpdating)},
+		wantState: valkeyv1.StateUpdating,
+		wantMsg:   "pod cannot be scheduled: c-1: 0/3 nodes are available: 3 node(s) had untolerated taint",
+		want: map[string]wantCond{
+			valkeyv1.CondProgressing: {metav1.ConditionTrue, valkeyv1.ReasonPodUnschedulable, "3 node(s) had untolerated taint"},
+			valkeyv1.CondReady:       {metav1.ConditionFalse, valkeyv1.ReasonPodUnschedulable, "untolerated taint"},
+		},
+	}, {
 		name:      "live settings applying on a converged cluster: Ready, yet Progressing",
 		f:         findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.liveApplying = []string{"c-a (maxmemory-policy)"} })},
 		wantState: valkeyv1.StateActive,
