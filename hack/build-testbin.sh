@@ -2,8 +2,8 @@
 # Builds the test control plane from the Go module proxy into bin/testbin/:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler, and the
 # S3-compatible server (versitygw) the backup tests write to, and the node
-# components (kubelet, kube-proxy) and cluster DNS (CoreDNS) the real-node
-# tests run.
+# components (kubelet, kube-proxy), cluster DNS (CoreDNS) and the image
+# registry (distribution) the real-node tests run.
 # Prebuilt envtest archives are not always reachable, so we compile the real
 # components ourselves. A build is reused when its stamp matches the versions.
 set -euo pipefail
@@ -12,6 +12,7 @@ KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+REGISTRY_VERSION="${REGISTRY_VERSION:-v3.1.2}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${TESTBIN_DIR:-$ROOT/bin/testbin}"
 STAMP="$OUT/.stamp"
@@ -53,6 +54,20 @@ if [[ ! -f "$DNS_STAMP" || "$(cat "$DNS_STAMP")" != "coredns=$COREDNS_VERSION" |
     go build -trimpath -o "$OUT/coredns" github.com/coredns/coredns
   )
   echo "coredns=$COREDNS_VERSION" >"$DNS_STAMP"
+fi
+
+# The distribution registry (a private registry with authentication for the
+# pull-secret tests) is its own module as well, with its own stamp.
+REG_STAMP="$OUT/.stamp-registry"
+if [[ ! -f "$REG_STAMP" || "$(cat "$REG_STAMP")" != "registry=$REGISTRY_VERSION" || ! -x "$OUT/registry" ]]; then
+  echo ">> building registry $REGISTRY_VERSION" >&2
+  mkdir -p "$WORK/registry" && (
+    cd "$WORK/registry"
+    go mod init testbin/registry >/dev/null 2>&1
+    go get "github.com/distribution/distribution/v3@$REGISTRY_VERSION" >/dev/null
+    go build -trimpath -o "$OUT/registry" github.com/distribution/distribution/v3/cmd/registry
+  )
+  echo "registry=$REGISTRY_VERSION" >"$REG_STAMP"
 fi
 
 # kubelet and kube-proxy have their own stamp too: adding them reuses an

@@ -303,10 +303,13 @@ const ReasonPrimaryLostNoReplica = "PrimaryLostNoReplica"
 
 // CondPodCreated records on a ValkeyNode, with reason ReasonPodCreated, that
 // its pod was created, so a dead pod is never recreated: a node whose pod is
-// gone is replaced by a new node.
+// gone is replaced by a new node. False with ReasonPodRefused, the apiserver
+// refused the pod (a priorityClassName that names no PriorityClass, a quota,
+// an admission policy) and its creation is retried.
 const (
 	CondPodCreated   = "PodCreated"
 	ReasonPodCreated = "Created"
+	ReasonPodRefused = "PodRefused"
 	// ReasonPodCreatedEvent is the reason of the Normal Event on the
 	// ValkeyNode when its pod is created.
 	ReasonPodCreatedEvent = "PodCreated"

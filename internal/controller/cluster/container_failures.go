@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
@@ -29,9 +30,21 @@ var waitingFailures = map[string]bool{
 
 // containerFailures lists the failing containers of the cluster's pods,
 // one per node, the Valkey container's first. A pod being deleted is
-// stopping on purpose and is skipped.
+// stopping on purpose and is skipped. A node whose pod the apiserver
+// refused to create has no container to fail, yet starts no more than
+// one that cannot pull its image: it is listed with reason PodRefused.
 func containerFailures(o *observed) []containerFailure {
 	var out []containerFailure
+	for name, n := range o.nodes {
+		if _, hasPod := o.pods[name]; hasPod {
+			continue
+		}
+		if c := meta.FindStatusCondition(n.Status.Conditions, valkeyv1.CondPodCreated); c != nil &&
+			c.Status == metav1.ConditionFalse && c.Reason == valkeyv1.ReasonPodRefused {
+			out = append(out, containerFailure{node: name, reason: valkeyv1.ReasonPodRefused,
+				message: withDetail(fmt.Sprintf("node %s: pod refused by the apiserver", name), c.Message)})
+		}
+	}
 	for name, p := range o.pods {
 		if _, ours := o.nodes[name]; !ours || !p.DeletionTimestamp.IsZero() {
 			continue
@@ -77,6 +90,16 @@ func withDetail(head, detail string) string {
 		return head
 	}
 	return head + ": " + detail
+}
+
+// cannotStart are the ContainersHealthy reasons of a pod that never runs
+// until a person acts (the image, its pull secret, the pod's settings):
+// while the cluster is not Active, status.message says them.
+var cannotStart = map[string]bool{
+	"ErrImagePull":            true,
+	"ImagePullBackOff":        true,
+	"InvalidImageName":        true,
+	valkeyv1.ReasonPodRefused: true,
 }
 
 // containersCondition is ContainersHealthy. held, when not empty, says

@@ -50,6 +50,12 @@ func TestContainerFailures(t *testing.T) {
 			o.nodes[name] = &valkeyv1.ValkeyNode{}
 		}
 	}
+	// A node whose pod the apiserver refused has no pod; one whose pod is
+	// merely not created yet is no failure.
+	o.nodes["c-refused"] = &valkeyv1.ValkeyNode{Status: valkeyv1.ValkeyNodeStatus{Conditions: []metav1.Condition{{
+		Type: valkeyv1.CondPodCreated, Status: metav1.ConditionFalse, Reason: valkeyv1.ReasonPodRefused,
+		Message: `pods "c-refused" is forbidden: no PriorityClass with name nope was found`}}}}
+	o.nodes["c-new"] = &valkeyv1.ValkeyNode{}
 	got := containerFailures(o)
 	want := []struct {
 		node, reason, msg string
@@ -60,6 +66,7 @@ func TestContainerFailures(t *testing.T) {
 		{"c-exporter", valkeyv1.ReasonContainerExited, "node c-exporter: container exporter exited with code 2 (Error)", false},
 		{"c-oom", valkeyv1.ReasonOOMKilled, "node c-oom: container valkey exited with code 137 (OOMKilled)", true},
 		{"c-pull", "ImagePullBackOff", `node c-pull: container valkey: ImagePullBackOff: Back-off pulling image "valkey:nope"`, false},
+		{"c-refused", valkeyv1.ReasonPodRefused, `node c-refused: pod refused by the apiserver: pods "c-refused" is forbidden: no PriorityClass with name nope was found`, false},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d failures %+v, want %d", len(got), got, len(want))

@@ -119,6 +119,13 @@ func (b *statusBuilder) reported(r reportFinding) {
 	b.setFound(valkeyv1.CondVersionMatches, r.versions)
 	b.summary(r)
 	b.planned(r.lead, r.state, r.shards)
+	if b.st.Message == "" && b.st.State != valkeyv1.StateActive &&
+		r.containers.status == metav1.ConditionFalse && cannotStart[r.containers.reason] {
+		// A pod that cannot pull its image or was refused by the apiserver
+		// is why the cluster waits: kubectl get shows the kubelet's or the
+		// apiserver's words.
+		b.st.Message = r.containers.message
+	}
 	if r.lead.Done() && len(r.liveApplying) > 0 {
 		// The topology is done, but nodes have yet to take a live edit.
 		b.set(valkeyv1.CondProgressing, cond{metav1.ConditionTrue, valkeyv1.ReasonApplyingSettings,

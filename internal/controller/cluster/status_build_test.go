@@ -120,6 +120,49 @@ func TestClusterStatusPrecedence(t *testing.T) {
 			valkeyv1.CondReady:       {metav1.ConditionFalse, valkeyv1.ReasonPodUnschedulable, "untolerated taint"},
 		},
 	}, {
+		name: "a pod that cannot pull its image during bootstrap: Creating, the kubelet's reason in status.message",
+		f: findings{report: withAction(topology.Action{Kind: topology.KindWait, Tier: topology.TierBootstrap, Reason: "waiting for pod to run", Detail: "c-1"},
+			topology.StateCreating, func(r *reportFinding) {
+				r.containers = cond{metav1.ConditionFalse, "ErrImagePull", `node c-1: container valkey: ErrImagePull: failed to pull and unpack image "reg/valkey:8": 401 Unauthorized`}
+			})},
+		wantState: valkeyv1.StateCreating,
+		wantMsg:   `node c-1: container valkey: ErrImagePull: failed to pull and unpack image "reg/valkey:8": 401 Unauthorized`,
+		want: map[string]wantCond{
+			valkeyv1.CondContainersHealthy: {metav1.ConditionFalse, "ErrImagePull", "401 Unauthorized"},
+		},
+	}, {
+		name: "a pod the apiserver refused: Creating, the refusal in status.message",
+		f: findings{report: withAction(topology.Action{Kind: topology.KindWait, Tier: topology.TierBootstrap, Reason: "waiting for pod to run", Detail: "c-1"},
+			topology.StateCreating, func(r *reportFinding) {
+				r.containers = cond{metav1.ConditionFalse, valkeyv1.ReasonPodRefused, `node c-1: pod refused by the apiserver: pods "c-1" is forbidden: no PriorityClass with name nope was found`}
+			})},
+		wantState: valkeyv1.StateCreating,
+		wantMsg:   `node c-1: pod refused by the apiserver: pods "c-1" is forbidden: no PriorityClass with name nope was found`,
+		want: map[string]wantCond{
+			valkeyv1.CondContainersHealthy: {metav1.ConditionFalse, valkeyv1.ReasonPodRefused, "no PriorityClass with name nope"},
+		},
+	}, {
+		name: "a container crashing is not a reason the cluster cannot start: status.message stays the plan's",
+		f: findings{report: withAction(topology.Action{Kind: topology.KindWait, Tier: topology.TierBootstrap, Reason: "waiting for pod to run", Detail: "c-1"},
+			topology.StateCreating, func(r *reportFinding) {
+				r.containers = cond{metav1.ConditionFalse, valkeyv1.ReasonContainerExited, "node c-1: container valkey exited with code 1"}
+			})},
+		wantState: valkeyv1.StateCreating,
+		wantMsg:   "",
+		want: map[string]wantCond{
+			valkeyv1.CondContainersHealthy: {metav1.ConditionFalse, valkeyv1.ReasonContainerExited, "exited with code 1"},
+		},
+	}, {
+		name: "an image pull failing on an Active cluster (a roll's new node): the old nodes serve, status.message stays empty",
+		f: findings{report: withAction(done, topology.StateActive, func(r *reportFinding) {
+			r.containers = cond{metav1.ConditionFalse, "ImagePullBackOff", "node c-9: container valkey: ImagePullBackOff"}
+		})},
+		wantState: valkeyv1.StateActive,
+		wantMsg:   "",
+		want: map[string]wantCond{
+			valkeyv1.CondContainersHealthy: {metav1.ConditionFalse, "ImagePullBackOff", "ImagePullBackOff"},
+		},
+	}, {
 		name:      "live settings applying on a converged cluster: Ready, yet Progressing",
 		f:         findings{report: withAction(done, topology.StateActive, func(r *reportFinding) { r.liveApplying = []string{"c-a (maxmemory-policy)"} })},
 		wantState: valkeyv1.StateActive,

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, &node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("cluster", node.Spec.ClusterName, "node", node.Name))
+	log := logf.FromContext(ctx).WithValues("cluster", node.Spec.ClusterName, "node", node.Name)
+	ctx = logf.IntoContext(ctx, log)
 
 	if !node.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &node)
@@ -44,6 +46,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	pod, err := r.createObjects(ctx, &node, true)
+	var refused *podRefusal
+	if errors.As(err, &refused) {
+		if err := r.recordRefusal(ctx, &node, refused); err != nil {
+			return ctrl.Result{}, err
+		}
+		// Retried at a steady pace rather than the growing backoff of an
+		// error: what heals it (a PriorityClass created, a quota raised)
+		// happens outside anything this controller watches.
+		log.Info("pod refused by the apiserver; retrying", "error", refused.err.Error())
+		return ctrl.Result{RequeueAfter: refusedRetry}, nil
+	}
 	if err != nil || pod == nil {
 		return ctrl.Result{}, err
 	}
@@ -105,6 +118,8 @@ func (r *Reconciler) createObjects(ctx context.Context, node *valkeyv1.ValkeyNod
 		log.Info("creating Pod for node")
 		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.ReasonPodCreatedEvent, "CreatePod", "created pod %s", pod.Name)
 	case apierrors.IsAlreadyExists(err):
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		return nil, &podRefusal{pod: pod.Name, err: err}
 	default:
 		return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
