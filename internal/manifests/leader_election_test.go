@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gomomento/valkey-operator/internal/operatorcmd"
 )
 
 // The leader election Role config/default installs is all leader election
@@ -50,7 +52,7 @@ func TestLeaderElectionRoleSuffices(t *testing.T) {
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          true,
-		LeaderElectionID:        "valkey-operator.valkey.gomomento.com",
+		LeaderElectionID:        operatorcmd.LeaderElectionID,
 		LeaderElectionNamespace: ns,
 	})
 	if err != nil {

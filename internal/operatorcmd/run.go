@@ -18,6 +18,10 @@ import (
 	"github.com/gomomento/valkey-operator/internal/version"
 )
 
+// LeaderElectionID names the Lease the operator's replicas elect their
+// leader on, in the leader election namespace.
+const LeaderElectionID = "valkey-operator.valkey.gomomento.com"
+
 // settings is what the flags say.
 type settings struct {
 	opts         controller.Options
@@ -132,7 +136,7 @@ func (s *settings) serve(rt controller.Runtime) error {
 		HealthProbeBindAddress:  s.probeAddr,
 		PprofBindAddress:        s.pprofAddr,
 		LeaderElection:          s.leaderElect,
-		LeaderElectionID:        "valkey-operator.valkey.gomomento.com",
+		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: s.leaderNS,
 		// A new leader must not act on a stale view of the old one's work.
 		LeaderElectionReleaseOnCancel: true,

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
@@ -59,7 +61,37 @@ func TestSingleNodeCluster(t *testing.T) {
 		t.Fatalf("GET = %q, %v", got, err)
 	}
 
-	pid := containerPID(t, &pod, render.ContainerValkey)
+	// What runs inside the containers is read from the node's processes,
+	// where the node is this machine.
+	if node != nil {
+		checkValkeyProcesses(t, &pod, key.Name)
+	}
+	eventually(t, 30*time.Second, "the exporter's redis_up 1", func() error {
+		resp, err := http.Get("http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(render.PortExporter))) + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), "\nredis_up 1") {
+			return errors.New("no redis_up 1 in the exporter's metrics")
+		}
+		return nil
+	})
+}
+
+// checkValkeyProcesses checks the processes of a Valkey pod on this
+// machine's node: Valkey running as the valkey user (999) on a read-only
+// root file system, its data and nodes.conf in the data volume, its name
+// in /etc/hosts, its Secret files 0440 to the fsGroup, the exporter as the
+// pod's user.
+func checkValkeyProcesses(t *testing.T, pod *corev1.Pod, cluster string) {
+	t.Helper()
+	ns := pod.Namespace
+	pid := containerPID(t, pod, render.ContainerValkey)
 	status := procStatus(t, pid)
 	t.Logf("valkey container's main process %d: %s", pid, status["Name"])
 	for field, want := range map[string]string{
@@ -90,7 +122,7 @@ func TestSingleNodeCluster(t *testing.T) {
 	}
 	// The pod's own /etc/hosts names it by the per-pod name a TLS node's
 	// certificate and its exporter use.
-	fqdn := render.PodFQDN(pod.Name, key.Name, ns, controller.DefaultOptions().ClusterDomain)
+	fqdn := render.PodFQDN(pod.Name, cluster, ns, controller.DefaultOptions().ClusterDomain)
 	if b, err := os.ReadFile(filepath.Join(root, "etc", "hosts")); err != nil {
 		t.Errorf("/etc/hosts: %v", err)
 	} else if !hostsMaps(string(b), pod.Status.PodIP, fqdn) {
@@ -124,25 +156,10 @@ func TestSingleNodeCluster(t *testing.T) {
 	}
 	// The exporter runs as the pod's user too, and serves Valkey's
 	// metrics: it reached Valkey at the pod IP as its own user.
-	epid := containerPID(t, &pod, render.ContainerExporter)
+	epid := containerPID(t, pod, render.ContainerExporter)
 	if got := procStatus(t, epid)["Uid"]; got != "999\t999\t999\t999" {
 		t.Errorf("exporter process %d: Uid = %q", epid, got)
 	}
-	eventually(t, 30*time.Second, "the exporter's redis_up 1", func() error {
-		resp, err := http.Get("http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(render.PortExporter))) + "/metrics")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(string(b), "\nredis_up 1") {
-			return errors.New("no redis_up 1 in the exporter's metrics")
-		}
-		return nil
-	})
 }
 
 // hostsMaps says whether the hosts file maps name to ip.

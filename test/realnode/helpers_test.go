@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
+	"github.com/gomomento/valkey-operator/internal/chartinstall"
 	"github.com/gomomento/valkey-operator/internal/nodeimages"
 	"github.com/gomomento/valkey-operator/internal/realnode"
 	"github.com/gomomento/valkey-operator/internal/testenv"
@@ -229,17 +229,7 @@ func logState(t testing.TB, key client.ObjectKey) {
 		t.Logf("cluster %s: state %q (%s), nodes %v, conditions %v", key, vc.Status.State, vc.Status.Message, vc.Status.Nodes, conditionSummary(&vc))
 	}
 	t.Logf("pods: %s", podsSummary(key.Namespace))
-	dirs, _ := filepath.Glob(filepath.Join(node.Dir(), "pod-logs", key.Namespace+"_*", "*", "*.log"))
-	for _, f := range dirs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if len(b) > 4000 {
-			b = b[len(b)-4000:]
-		}
-		t.Logf("--- %s ---\n%s", strings.TrimPrefix(f, node.Dir()+"/"), b)
-	}
+	t.Log(chartinstall.PodLogs(context.Background(), clientset, key.Namespace, "", 60))
 }
 
 // waitPodsGone waits until the namespace has no pod left.
@@ -601,17 +591,13 @@ func (r execResult) String() string {
 // the apiserver, which streams it from the node's kubelet.
 func podExec(t testing.TB, ns, pod, container string, argv ...string) execResult {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pod).SubResource("exec").
+	req := clientset.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(cp.Config, "GET", req.URL().String())
+	ws, err := remotecommand.NewWebSocketExecutor(restConfig, "GET", req.URL().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	spdy, err := remotecommand.NewSPDYExecutor(cp.Config, "POST", req.URL())
+	spdy, err := remotecommand.NewSPDYExecutor(restConfig, "POST", req.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

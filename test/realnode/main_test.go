@@ -1,19 +1,22 @@
-// Package realnode runs the operator's pods on a real node: containerd,
-// runc and a real kubelet (internal/realnode) joined to a test control
-// plane, the images the rendered pods name built by internal/nodeimages,
-// and the operator in this process at its shipped options with the
-// generated ClusterRole. It checks what internal/localkube, the stand-in
-// kubelet the e2e suite runs on, cannot show: that the rendered pod starts,
-// serves and fails over under a real container runtime.
+// Package realnode is the operator's conformance suite on a real
+// Kubernetes node. By default it starts one here: containerd, runc and a
+// real kubelet (internal/realnode) joined to a test control plane, with the
+// images the rendered pods name built by internal/nodeimages. Either way
+// the operator is what a user installs: charts/valkey-operator through
+// Helm's library, its Deployment with the chart's ServiceAccount, RBAC,
+// leader election and HTTPS metrics. It checks what internal/localkube,
+// the stand-in kubelet the e2e suite runs on, cannot show: that the
+// rendered pods start, serve and fail over under a real container runtime.
 //
-// It needs root and make node, which make test runs first.
+// With VALKEY_CONFORMANCE_KUBECONFIG set it runs on the cluster that
+// kubeconfig names instead (docs/install.md). Without it, it needs root
+// and make node, which make test runs first.
 package realnode
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,36 +25,51 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gomomento/valkey-operator/internal/chartinstall"
 	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/localkube"
 	"github.com/gomomento/valkey-operator/internal/nodeimages"
 	"github.com/gomomento/valkey-operator/internal/realnode"
 	"github.com/gomomento/valkey-operator/internal/testbin"
-	"github.com/gomomento/valkey-operator/internal/testenv"
 )
 
+// The environment that points the suite at a cluster of the user's: the
+// path of its kubeconfig, and the operator image the chart installs there
+// (default: the chart's own, gomomento/valkey-operator at its appVersion).
+const (
+	envKubeconfig    = "VALKEY_CONFORMANCE_KUBECONFIG"
+	envOperatorImage = "VALKEY_CONFORMANCE_OPERATOR_IMAGE"
+)
+
+// operatorNamespace is where the chart is installed: its release
+// namespace, that of the Deployment, its Lease and its metering records.
+const operatorNamespace = controller.DefaultNamespace
+
 var (
-	// cp is the control plane, node the one real node the pods run on.
+	// cp is the control plane, node the one real node the pods run on;
+	// both nil on a cluster a kubeconfig names.
 	cp   *localkube.ControlPlane
 	node *realnode.Node
-	// k8sClient is an admin client that reads around the operator's cache.
-	k8sClient client.Client
-	// runDir holds everything of the run; the operator's log is
-	// runDir/operator.log.
+	// k8sClient is an admin client that reads around the operator's
+	// cache, clientset the same user's typed client (logs, leases).
+	k8sClient  client.Client
+	clientset  kubernetes.Interface
+	restConfig *rest.Config
+	// runDir holds everything of the run.
 	runDir string
 )
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "test/realnode: a real node runs containerd and a kubelet, which need root")
+	if os.Getenv(envKubeconfig) == "" && os.Geteuid() != 0 {
+		fmt.Fprintf(os.Stderr, "test/realnode: a real node runs containerd and a kubelet, which need root (or set %s to run on a cluster of yours)\n", envKubeconfig)
 		os.Exit(1)
 	}
 	os.Exit(run(m))
@@ -76,13 +94,16 @@ func run(m *testing.M) int {
 	stop, err := bootstrap(ctx, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test/realnode:", err)
+		printOperatorLogs()
 		stop()
 		return 1
 	}
 	code := m.Run()
 	if code != 0 {
-		printTail(filepath.Join(dir, "operator.log"), "operator log")
-		printTail(filepath.Join(node.LogDir(), "kubelet.log"), "kubelet log")
+		printOperatorLogs()
+		if node != nil {
+			printTail(filepath.Join(node.LogDir(), "kubelet.log"), "kubelet log")
+		}
 	}
 	stop()
 	if keep {
@@ -108,20 +129,82 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 	if err != nil {
 		return stop, err
 	}
-	ctrl.SetLogger(operatorLog(filepath.Join(dir, "operator.log")))
+	ctrl.SetLogger(fileLog(filepath.Join(dir, "controller-runtime.log")))
 
-	kc, err := realnode.NewKubeletClient(filepath.Join(dir, "kubelet-client"))
+	kubeconfig := os.Getenv(envKubeconfig)
+	values := map[string]any{}
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		image, err := startNode(ctx, dir, root, &stops, logf)
+		if err != nil {
+			return stop, err
+		}
+		if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+			return stop, err
+		}
+		// No registry: the kubelet runs the image imported into the node.
+		if values, err = chartinstall.ImageValues(image, string(corev1.PullIfNotPresent)); err != nil {
+			return stop, err
+		}
+	} else if image := os.Getenv(envOperatorImage); image != "" {
+		if values, err = chartinstall.ImageValues(image, ""); err != nil {
+			return stop, err
+		}
+	}
+	if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		return stop, fmt.Errorf("reading %s: %w", kubeconfig, err)
+	}
+	scheme, err := controller.NewScheme()
 	if err != nil {
 		return stop, err
+	}
+	if k8sClient, err = client.New(restConfig, client.Options{Scheme: scheme}); err != nil {
+		return stop, err
+	}
+	if clientset, err = kubernetes.NewForConfig(restConfig); err != nil {
+		return stop, err
+	}
+	if err := ensureOperatorNamespace(ctx, operatorNamespace); err != nil {
+		return stop, err
+	}
+	helm := chartinstall.Options{
+		Kubeconfig: kubeconfig,
+		ChartDir:   filepath.Join(root, "charts", "valkey-operator"),
+		Namespace:  operatorNamespace,
+		Values:     values,
+		Log:        fileWriter(filepath.Join(dir, "helm.log")),
+	}
+	stops = append(stops, func() {
+		if err := chartinstall.Uninstall(helm); err != nil {
+			fmt.Fprintln(os.Stderr, "test/realnode:", err)
+		}
+	})
+	if err := chartinstall.Install(ctx, helm); err != nil {
+		return stop, err
+	}
+	leader, err := chartinstall.WaitLeader(ctx, clientset, operatorNamespace, 2*time.Minute)
+	if err != nil {
+		return stop, err
+	}
+	logf("chart installed; operator pod %s leads", leader.Name)
+	return stop, nil
+}
+
+// startNode starts the control plane and the node, imports the images the
+// tests' pods and the chart's Deployment run, and returns the operator's.
+func startNode(ctx context.Context, dir, root string, stops *[]func(), logf func(string, ...any)) (string, error) {
+	kc, err := realnode.NewKubeletClient(filepath.Join(dir, "kubelet-client"))
+	if err != nil {
+		return "", err
 	}
 	nodeIP, err := realnode.DefaultNodeIP()
 	if err != nil {
-		return stop, err
+		return "", err
 	}
 	clusterDomain := controller.DefaultOptions().ClusterDomain
+	// No CRDs: the chart installs them, from its crds/.
 	if cp, err = localkube.StartControlPlane(ctx, localkube.ControlPlaneOptions{
 		Dir:                     filepath.Join(dir, "cp"),
-		CRDDirectoryPaths:       []string{filepath.Join(root, "config", "crd", "bases")},
 		ServiceAccountAdmission: true,
 		APIServerArgs:           kc.APIServerArgs(),
 		ControllerManagerArgs:   []string{"--flex-volume-plugin-dir=" + filepath.Join(dir, "cp", "flex")},
@@ -129,9 +212,9 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 		// operator pod's in-cluster configuration does.
 		PodNetwork: &localkube.PodNetwork{Address: nodeIP.String(), ClusterDomain: clusterDomain},
 	}); err != nil {
-		return stop, fmt.Errorf("control plane: %w", err)
+		return "", fmt.Errorf("control plane: %w", err)
 	}
-	stops = append(stops, func() {
+	*stops = append(*stops, func() {
 		if err := cp.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
@@ -151,9 +234,9 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 		DNS:           true,
 		Services:      true,
 	}); err != nil {
-		return stop, fmt.Errorf("node: %w", err)
+		return "", fmt.Errorf("node: %w", err)
 	}
-	stops = append(stops, func() {
+	*stops = append(*stops, func() {
 		if err := node.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the node:", err)
 		}
@@ -161,149 +244,72 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 	logf("node %s Ready (bridge %s, pod subnet %s, cluster DNS %s)", node.Name, node.Bridge, node.PodSubnet, node.DNS)
 	stopStorage, err := startStorage(ctx, filepath.Join(dir, "volumes"))
 	if err != nil {
-		return stop, err
+		return "", err
 	}
-	stops = append(stops, stopStorage)
+	*stops = append(*stops, stopStorage)
 
-	// The images of the pods the tests render: Valkey 8 and the exporter;
-	// and the client pods the tests run the TLS page's commands from.
-	// The operator runs in this process, so its image is not needed.
+	// The images of the pods the tests render (Valkey 8 and the
+	// exporter), of the client pods the tests run the TLS page's commands
+	// from, and of the chart's Deployment, built from this tree.
 	imgDir := filepath.Join(dir, "images")
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
-		return stop, err
+		return "", err
 	}
+	op := nodeimages.Operator(root)
 	for _, build := range []func() (nodeimages.Image, error){
 		func() (nodeimages.Image, error) { return nodeimages.BuildValkey(ctx, nodeimages.Valkey8(), imgDir) },
 		func() (nodeimages.Image, error) { return nodeimages.BuildExporter(ctx, nodeimages.Exporter(), imgDir) },
 		func() (nodeimages.Image, error) { return nodeimages.BuildClient(ctx, nodeimages.Client(), imgDir) },
+		func() (nodeimages.Image, error) { return nodeimages.BuildOperator(ctx, op, imgDir) },
 	} {
 		img, err := build()
 		if err != nil {
-			return stop, err
+			return "", err
 		}
 		if err := node.ImportImage(ctx, img.Path); err != nil {
-			return stop, err
+			return "", err
 		}
 		logf("image %s imported (%s)", img.FullName, img.Digest)
 	}
-
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return stop, err
-	}
-	if k8sClient, err = client.New(cp.Config, client.Options{Scheme: scheme}); err != nil {
-		return stop, err
-	}
-	if err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controller.DefaultNamespace}}); err != nil {
-		return stop, err
-	}
-	opCfg, err := operatorUser(ctx)
-	if err != nil {
-		return stop, err
-	}
-	opts := controller.DefaultOptions()
-	// Restore loaders are pods on the node: they reach the operator at
-	// this machine's address on the node's bridge.
-	if opts.RestoreFeedHost, err = bridgeAddress(node.Bridge); err != nil {
-		return stop, err
-	}
-	stopOperator, err := startOperator(ctx, opCfg, opts)
-	if err != nil {
-		return stop, err
-	}
-	stops = append(stops, stopOperator)
-	logf("operator running")
-	return stop, nil
+	return op.Name, nil
 }
 
-// operatorUser binds the generated ClusterRole to a new user and returns
-// its client configuration, as the operator's ServiceAccount would have.
-func operatorUser(ctx context.Context) (*rest.Config, error) {
-	role, err := testenv.OperatorClusterRole()
-	if err != nil {
-		return nil, err
+// ensureOperatorNamespace creates namespace enforcing Pod Security
+// restricted, unless it exists: the chart's pods must be admitted there.
+func ensureOperatorNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}}
+	if err := k8sClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
-	role.ObjectMeta = metav1.ObjectMeta{Name: "valkey-operator"}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "valkey-operator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "valkey-operator"}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := k8sClient.Create(ctx, o); err != nil {
-			return nil, fmt.Errorf("creating %T: %w", o, err)
-		}
-	}
-	user, err := cp.Env.AddUser(envtest.User{Name: "valkey-operator"}, rest.CopyConfig(cp.Config))
-	if err != nil {
-		return nil, err
-	}
-	return user.Config(), nil
+	return nil
 }
 
-// startOperator runs the operator in this process as its Deployment
-// would: the zero Runtime, a real cluster.
-func startOperator(ctx context.Context, cfg *rest.Config, opts controller.Options) (func(), error) {
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return nil, err
+// printOperatorLogs prints what kubectl logs would of the operator's pods.
+func printOperatorLogs() {
+	if clientset == nil {
+		return
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS = -1
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Cache:   controller.CacheOptions(opts),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := controller.Setup(mgr, opts); err != nil {
-		return nil, err
-	}
-	mgrCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(mgrCtx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator:", err)
-		}
-	}()
-	if !mgr.GetCache().WaitForCacheSync(mgrCtx) {
-		cancel()
-		<-done
-		return nil, errors.New("operator cache did not sync")
-	}
-	return func() { cancel(); <-done }, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fmt.Fprintf(os.Stderr, "--- operator logs ---\n%s\n", chartinstall.Logs(ctx, clientset, operatorNamespace, 300))
 }
 
-// bridgeAddress is this machine's IPv4 address on the node's bridge (the
-// pods' gateway).
-func bridgeAddress(bridge string) (string, error) {
-	ifc, err := net.InterfaceByName(bridge)
-	if err != nil {
-		return "", err
-	}
-	addrs, err := ifc.Addrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			return ipn.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("bridge %s has no IPv4 address", bridge)
-}
-
-// operatorLog writes the operator's log to a file, printed when a test fails.
-func operatorLog(path string) logr.Logger {
+// fileWriter is a file to log to, or nothing when it cannot be created.
+func fileWriter(path string) io.Writer {
 	f, err := os.Create(path)
 	if err != nil {
-		return logr.Discard()
+		return io.Discard
 	}
+	return f
+}
+
+// fileLog writes controller-runtime's log (the tests' clients') to a file.
+func fileLog(path string) logr.Logger {
+	w := fileWriter(path)
 	return funcr.New(func(prefix, args string) {
-		fmt.Fprintf(f, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
+		fmt.Fprintf(w, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
 	}, funcr.Options{Verbosity: 1})
 }
 
