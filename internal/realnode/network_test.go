@@ -44,9 +44,6 @@ func TestClusterNetwork(t *testing.T) {
 	for _, s := range node.Timings {
 		t.Logf("  %-20s %v", s.Step, s.Took.Round(time.Millisecond))
 	}
-	if rules := kubeRules(t); len(rules) == 0 {
-		t.Errorf("no KUBE- chains in iptables while kube-proxy runs")
-	}
 	importImages(ctx, t, node, dir)
 
 	const ns = "default"
@@ -131,13 +128,52 @@ func TestClusterNetwork(t *testing.T) {
 		}
 	}
 
+	if rules := rulesOf(t, node); len(rules) == 0 {
+		t.Errorf("no kube-proxy rule names the pod subnet %s", node.PodSubnet)
+	}
 	if err := node.Stop(); err != nil {
 		t.Errorf("stopping the node: %v", err)
 	}
-	if rules := kubeRules(t); len(rules) > 0 {
+	// Another run's kube-proxy may hold the machine's chains as soon as
+	// this one is stopped: none of its rules may name this node's pods.
+	if rules := rulesOf(t, node); len(rules) > 0 {
 		t.Errorf("kube-proxy's rules left after Stop:\n%s", strings.Join(rules, "\n"))
 	}
 	assertNodeGone(ctx, t, cs, node, 0, nil)
+	assertMachineRestored(t, dir, before)
+}
+
+// TestOneKubeProxyPerMachine starts a second node with Services while the
+// first runs one: it waits for the first's kube-proxy, and fails when its
+// context ends first, saying who holds the chains. Once the first stops,
+// it starts.
+func TestOneKubeProxyPerMachine(t *testing.T) {
+	ctx, _, cp, dir, before := setup(t)
+	services := func(o *realnode.Options) { o.Services = true }
+	a := startNodeWith(ctx, t, cp, dir, "a", services)
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	b, err := realnode.Start(short, realnode.Options{
+		Config: cp.Config, Users: cp.Env, Dir: filepath.Join(dir, "b"), Services: true,
+	})
+	if err == nil {
+		_ = b.Stop()
+		t.Fatal("a second node with Services started while the first one's kube-proxy runs")
+	}
+	t.Logf("second node: %v", err)
+	if !strings.Contains(err.Error(), "waiting for the kube-proxy") || !strings.Contains(err.Error(), a.Name) {
+		t.Errorf("the error does not say it waited for node %s's kube-proxy: %v", a.Name, err)
+	}
+	if err := a.Stop(); err != nil {
+		t.Errorf("stopping node a: %v", err)
+	}
+	c := startNodeWith(ctx, t, cp, dir, "c", services)
+	if rules := rulesOf(t, c); len(rules) == 0 {
+		t.Errorf("no kube-proxy rule names node c's pod subnet %s once node a stopped", c.PodSubnet)
+	}
+	if err := c.Stop(); err != nil {
+		t.Errorf("stopping node c: %v", err)
+	}
 	assertMachineRestored(t, dir, before)
 }
 
@@ -161,6 +197,20 @@ func importImages(ctx context.Context, t *testing.T, node *realnode.Node, dir st
 			t.Fatal(err)
 		}
 	}
+}
+
+// rulesOf are the kube-proxy rules naming node's pod subnet (its
+// clusterCIDR, its pods' endpoints).
+func rulesOf(t *testing.T, node *realnode.Node) []string {
+	t.Helper()
+	prefix := strings.TrimSuffix(node.PodSubnet.IP.String(), "0")
+	var r []string
+	for _, l := range kubeRules(t) {
+		if strings.Contains(l, prefix) {
+			r = append(r, l)
+		}
+	}
+	return r
 }
 
 // kubeRules are the lines of iptables-save and ip6tables-save naming a

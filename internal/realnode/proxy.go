@@ -28,18 +28,26 @@ import (
 func proxyLockPath() string { return filepath.Join(StateDir, "kube-proxy.lock") }
 
 // lockProxy takes the machine's kube-proxy lock, waiting until ctx ends
-// for the run holding it to stop.
-func lockProxy(ctx context.Context) (*os.File, error) {
+// for the run holding it to stop, and writes holder (who holds it, for
+// the error of a run left waiting) into the lock file.
+func lockProxy(ctx context.Context, holder string) (*os.File, error) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
 		f, err := tryLockProxy()
-		if err != nil || f != nil {
-			return f, err
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			if err := f.Truncate(0); err == nil {
+				_, _ = f.WriteAt([]byte(holder), 0)
+			}
+			return f, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the kube-proxy of another run on this machine to stop (its chains are machine-wide): %w", ctx.Err())
+			held, _ := os.ReadFile(proxyLockPath())
+			return nil, fmt.Errorf("waiting for the kube-proxy of another run on this machine to stop (its chains are machine-wide; %s holds %s): %w", strings.TrimSpace(string(held)), proxyLockPath(), ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -142,16 +150,15 @@ func cleanupDeadProxy(bin string) error {
 
 func (n *Node) proxyPath(name string) string { return filepath.Join(n.dir, "kube-proxy", name) }
 
-// startProxy runs kube-proxy in iptables mode for the node, once it holds
-// the machine's kube-proxy lock, with its own user bound to
-// system:node-proxier, and waits until it reports healthy (its first sync
-// of the rules done).
-func (n *Node) startProxy(ctx context.Context) error {
+// lockMachineProxy takes the machine's kube-proxy lock for the node,
+// first thing, so a node that has to wait does so before it starts
+// anything, and removes what a run killed while holding it left.
+func (n *Node) lockMachineProxy(ctx context.Context) error {
 	bin := filepath.Join(n.opts.BinDir, "kube-proxy")
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("kube-proxy: %w (make testbin)", err)
 	}
-	lock, err := lockProxy(ctx)
+	lock, err := lockProxy(ctx, fmt.Sprintf("node %s of process %d (%s)", n.Name, os.Getpid(), n.dir))
 	if err != nil {
 		return err
 	}
@@ -160,10 +167,14 @@ func (n *Node) startProxy(ctx context.Context) error {
 	if err := update(n.rec); err != nil {
 		return err
 	}
-	// A run killed while holding the lock left its rules.
-	if err := cleanupProxyRules(bin); err != nil {
-		return err
-	}
+	return cleanupProxyRules(bin)
+}
+
+// startProxy runs kube-proxy in iptables mode for the node, with its own
+// user bound to system:node-proxier, and waits until it reports healthy
+// (its first sync of the rules done).
+func (n *Node) startProxy(ctx context.Context) error {
+	bin := n.rec.KubeProxy
 	if err := os.MkdirAll(n.proxyPath(""), 0o700); err != nil {
 		return err
 	}

@@ -186,11 +186,14 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		name string
 		run  func(context.Context) error
 	}
-	steps := []step{
-		{"prepare", n.prepare},
-		{"containerd", n.startContainerd},
-		{"pause image", n.importPause},
+	steps := []step{{"prepare", n.prepare}}
+	if opts.Services {
+		steps = append(steps, step{"kube-proxy lock", n.lockMachineProxy})
 	}
+	steps = append(steps,
+		step{"containerd", n.startContainerd},
+		step{"pause image", n.importPause},
+	)
 	if opts.DNS {
 		steps = append(steps, step{"cluster DNS", n.startDNS})
 	}

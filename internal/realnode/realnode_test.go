@@ -576,14 +576,16 @@ type helperReport struct {
 	NodeDir    string `json:"nodeDir"`
 	Bridge     string `json:"bridge"`
 	CgroupRoot string `json:"cgroupRoot"`
+	PodSubnet  string `json:"podSubnet"`
 	PID        int    `json:"pid"`
 }
 
 // TestKilledRunIsCleanedUp kills a test binary whose node runs a pod, as a
-// test timeout would: kubelet and containerd die with it, but the shim, the
-// container, the mounts, the bridge and the cgroups stay. The next node
-// started on the machine tears all of that down, and restores the sysctls
-// the killed run changed once the last node stops.
+// test timeout would: kubelet, containerd, kube-proxy and CoreDNS die with
+// it, but the shim, the container, the mounts, the bridge, the cgroups and
+// kube-proxy's rules stay. The next node started on the machine tears all
+// of that down, and restores the sysctls the killed run changed once the
+// last node stops.
 func TestKilledRunIsCleanedUp(t *testing.T) {
 	ctx, _, cp, dir, before := setup(t)
 	helperDir := filepath.Join(dir, "killed")
@@ -630,6 +632,14 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	if mounts, _ := realnode.MountsUnder(rep.NodeDir); len(mounts) == 0 {
 		t.Fatalf("no mounts left by the killed run")
 	}
+	_, killedSubnet, err := net.ParseCIDR(rep.PodSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killedNode := &realnode.Node{PodSubnet: killedSubnet}
+	if rules := rulesOf(t, killedNode); len(rules) == 0 {
+		t.Fatalf("no kube-proxy rules left by the killed run")
+	}
 	cgroupDirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", rep.CgroupRoot))
 
 	t0 := time.Now()
@@ -652,6 +662,9 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 			t.Errorf("cgroup %s of the killed run still exists", d)
 		}
 	}
+	if rules := rulesOf(t, killedNode); len(rules) > 0 {
+		t.Errorf("kube-proxy rules of the killed run left:\n%s", strings.Join(rules, "\n"))
+	}
 	if err := node.Stop(); err != nil {
 		t.Errorf("stopping the node: %v", err)
 	}
@@ -671,12 +684,14 @@ func TestKilledRunHelper(t *testing.T) {
 		Users:           cp.Env,
 		Dir:             filepath.Join(helperDir, "node"),
 		KubeletClientCA: filepath.Join(dir, "apiserver-kubelet-client", "kubelet-client-ca.crt"),
+		DNS:             true,
+		Services:        true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid := runHardenedPod(ctx, t, cs, node, "to-be-killed")
-	b, err := json.Marshal(helperReport{NodeDir: node.Dir(), Bridge: node.Bridge, CgroupRoot: node.CgroupRoot, PID: pid})
+	b, err := json.Marshal(helperReport{NodeDir: node.Dir(), Bridge: node.Bridge, CgroupRoot: node.CgroupRoot, PodSubnet: node.PodSubnet.String(), PID: pid})
 	if err != nil {
 		t.Fatal(err)
 	}
