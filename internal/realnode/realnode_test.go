@@ -188,7 +188,9 @@ func setupWith(t *testing.T, pn *localkube.PodNetwork) (context.Context, kuberne
 	if os.Geteuid() != 0 {
 		t.Fatal("a real node runs containerd and a kubelet, which need root")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Long: a node with Services first waits for the kube-proxy of any
+	// other run on the machine, which test/realnode holds for its whole run.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
 	others, err := realnode.LiveRuns()
@@ -606,7 +608,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var rep helperReport
-	if err := waitFor(ctx, 2*time.Minute, func() (bool, string) {
+	if err := waitFor(ctx, 30*time.Minute, func() (bool, string) {
 		select {
 		case err := <-exited:
 			exited <- err
