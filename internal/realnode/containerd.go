@@ -14,6 +14,9 @@ import (
 // Options.Dir.
 type containerdPaths struct {
 	root, state, runcRoot, opt, config, socket, log string
+	// hosts is the CRI plugin's registry config_path: one directory per
+	// registry host, holding its hosts.toml (see registry_hosts.go).
+	hosts string
 }
 
 func newContainerdPaths(dir string) containerdPaths {
@@ -26,6 +29,7 @@ func newContainerdPaths(dir string) containerdPaths {
 		config:   filepath.Join(base, "config.toml"),
 		socket:   filepath.Join(base, "containerd.sock"),
 		log:      filepath.Join(dir, "logs", "containerd.log"),
+		hosts:    filepath.Join(base, "hosts"),
 	}
 }
 
@@ -77,6 +81,9 @@ func containerdConfig(p containerdPaths, cniConfDir string) string {
 		`[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`,
 		`  SystemdCgroup = false`,
 		`  Root = ` + q(p.runcRoot),
+		``,
+		`[plugins."io.containerd.grpc.v1.cri".registry]`,
+		`  config_path = ` + q(p.hosts),
 		``,
 		`[plugins."io.containerd.grpc.v1.cri".cni]`,
 		`  bin_dir = "/usr/lib/cni"`,
