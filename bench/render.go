@@ -76,6 +76,7 @@ func Render(r Report) string {
 	renderBackup(&w, r)
 	renderFootprint(&w, r)
 	renderFleet(&w, r)
+	renderRealNode(&w, r)
 	renderSecretCache(&w, r)
 	return w.String()
 }

@@ -39,6 +39,23 @@ func TestRender(t *testing.T) {
 		}),
 		want: []string{"## Bootstrap", "| 4×2 | 12 | 41.2 s | 37 | 90 |"},
 	}, {
+		name: "real node beside the local runtime, in scenario order, a missing runtime shown as a dash",
+		report: with(func(r *Report) {
+			r.Records.RealNode = []record.RealNode{
+				{Runtime: record.RuntimeLocal, Scenario: record.ScenarioPrimaryDelete, Seconds: 2, Keys: 500},
+				{Runtime: record.RuntimeRealNode, Scenario: record.ScenarioPrimaryDelete, Seconds: 3, Keys: 500, Failed: 1},
+				{Runtime: record.RuntimeRealNode, Scenario: record.ScenarioBootstrapTLS, Seconds: 12},
+				{Runtime: record.RuntimeLocal, Scenario: record.ScenarioBootstrapTLS, Seconds: 6},
+				{Runtime: record.RuntimeRealNode, Scenario: record.ScenarioFullRestart, Seconds: 20, Keys: 1000, Lost: 0},
+			}
+		}),
+		want: []string{
+			"## Real node beside the local runtime",
+			"| bootstrap of 3×1 TLS | 12.0 s | 6.0 s | 2.0× | — |\n" +
+				"| primary pod deleted (3×1) | 3.0 s | 2.0 s | 1.5× | real 500 (0, 1); local 500 (0, 0) |\n" +
+				"| full restart of a persistent 3×1 | 20.0 s | — | — | real 1000 (0, 0) |",
+		},
+	}, {
 		name: "rotation sorted by delay, with the derived figures of the documented tick",
 		report: with(func(r *Report) {
 			r.Records.Rotation = []record.Rotation{

@@ -321,6 +321,36 @@ func share(a, b float64) float64 {
 	return a / b
 }
 
+// RealNode is one scenario run on one runtime: the real node (a real
+// kubelet with containerd and runc) or the local runtime, the same
+// scenario code on both in the same run.
+type RealNode struct {
+	// Runtime is RuntimeRealNode or RuntimeLocal.
+	Runtime string `json:"runtime"`
+	// Scenario is one of the Scenario* names.
+	Scenario string `json:"scenario"`
+	// Seconds runs from the scenario's action (the create call, the pod
+	// deletion, the deletion of every pod) to the cluster Active and
+	// converged again.
+	Seconds float64 `json:"seconds"`
+	// Keys were written before the action and read back after it; Lost
+	// of them did not come back, Failed requests of the checking client
+	// failed during it.
+	Keys   int `json:"keys"`
+	Lost   int `json:"lost"`
+	Failed int `json:"failed"`
+}
+
+// The runtimes and scenarios of RealNode records.
+const (
+	RuntimeRealNode = "real kubelet"
+	RuntimeLocal    = "local runtime"
+
+	ScenarioBootstrapTLS  = "bootstrap of 3×1 TLS"
+	ScenarioPrimaryDelete = "primary pod deleted (3×1)"
+	ScenarioFullRestart   = "full restart of a persistent 3×1"
+)
+
 // File is one record as written to disk: exactly one field is set.
 type File struct {
 	Bootstrap    *Bootstrap    `json:"bootstrap,omitempty"`
@@ -335,6 +365,7 @@ type File struct {
 	DurableWrites  *DurableWrites  `json:"durableWrites,omitempty"`
 	Backup         *Backup         `json:"backup,omitempty"`
 	Fleet          *Fleet          `json:"fleet,omitempty"`
+	RealNode       *RealNode       `json:"realNode,omitempty"`
 }
 
 // Set is every record of a run, in the order their files sort.
@@ -350,6 +381,7 @@ type Set struct {
 	DurableWrites  []DurableWrites
 	Backup         []Backup
 	Fleet          []Fleet
+	RealNode       []RealNode
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -417,5 +449,7 @@ func (s *Set) Add(f File) {
 		s.Backup = append(s.Backup, *f.Backup)
 	case f.Fleet != nil:
 		s.Fleet = append(s.Fleet, *f.Fleet)
+	case f.RealNode != nil:
+		s.RealNode = append(s.RealNode, *f.RealNode)
 	}
 }
