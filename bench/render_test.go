@@ -43,7 +43,7 @@ func TestRender(t *testing.T) {
 		report: with(func(r *Report) {
 			r.Records.RealNode = []record.RealNode{
 				{Runtime: record.RuntimeLocal, Scenario: record.ScenarioPrimaryDelete, Seconds: 2, Keys: 500},
-				{Runtime: record.RuntimeRealNode, Scenario: record.ScenarioPrimaryDelete, Seconds: 3, Keys: 500, Failed: 1},
+				{Runtime: record.RuntimeRealNode, Scenario: record.ScenarioPrimaryDelete, Seconds: 3, Keys: 500, Lost: 1},
 				{Runtime: record.RuntimeRealNode, Scenario: record.ScenarioBootstrapTLS, Seconds: 12},
 				{Runtime: record.RuntimeLocal, Scenario: record.ScenarioBootstrapTLS, Seconds: 6},
 				{Runtime: record.RuntimeRealNode, Scenario: record.ScenarioFullRestart, Seconds: 20, Keys: 1000, Lost: 0},
@@ -52,8 +52,8 @@ func TestRender(t *testing.T) {
 		want: []string{
 			"## Real node beside the local runtime",
 			"| bootstrap of 3×1 TLS | 12.0 s | 6.0 s | 2.0× | — |\n" +
-				"| primary pod deleted (3×1) | 3.0 s | 2.0 s | 1.5× | real 500 (0, 1); local 500 (0, 0) |\n" +
-				"| full restart of a persistent 3×1 | 20.0 s | — | — | real 1000 (0, 0) |",
+				"| primary pod deleted (3×1) | 3.0 s | 2.0 s | 1.5× | real 500 (1); local 500 (0) |\n" +
+				"| full restart of a persistent 3×1 | 20.0 s | — | — | real 1000 (0) |",
 		},
 	}, {
 		name: "rotation sorted by delay, with the derived figures of the documented tick",

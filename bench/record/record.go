@@ -334,11 +334,9 @@ type RealNode struct {
 	// converged again.
 	Seconds float64 `json:"seconds"`
 	// Keys were written before the action and read back after it; Lost
-	// of them did not come back, Failed requests of the checking client
-	// failed during it.
-	Keys   int `json:"keys"`
-	Lost   int `json:"lost"`
-	Failed int `json:"failed"`
+	// of them did not come back.
+	Keys int `json:"keys"`
+	Lost int `json:"lost"`
 }
 
 // The runtimes and scenarios of RealNode records.
