@@ -54,7 +54,7 @@ chaos: testbin valkey ## Only the chaos tests, which make test runs too: operato
 	$(GO) test $(GOTEST_FLAGS) -v -run 'TestChaos' ./test/e2e/
 
 .PHONY: bench
-bench: testbin valkey ## Benchmarks that print figures and write docs/benchmarks.md with its plots (no assertions).
+bench: node valkey ## Benchmarks that print figures and write docs/benchmarks.md with its plots (no assertions).
 	$(GO) run ./bench
 
 .PHONY: demo

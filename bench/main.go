@@ -6,7 +6,7 @@
 //	go run ./bench [-out docs/benchmarks.md] [-realistic-delay 30s] [-records DIR]
 //
 // The benchmarks live in test/e2e/bench_*_test.go, where they share the
-// end-to-end harness; each writes what it measured as JSON into
+// end-to-end harness, and test/realnode/bench_test.go on the real node; each writes what it measured as JSON into
 // $VALKEY_BENCH_OUT (see bench/record). With -records the command only
 // renders an earlier run's records.
 package main
@@ -152,6 +152,14 @@ func runBenchmarks(dir string, realistic time.Duration) (*PodStartStop, error) {
 	// The fleet benchmark runs up to 400 clusters, 300 pods of 3x1 among
 	// them ($VALKEY_BENCH_FLEET_SIZES, $VALKEY_BENCH_FLEET_3X1).
 	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/e2e/", "^BenchmarkFleet$", "90m"); err != nil {
+		return nil, err
+	}
+	// The real node's scenarios, then the same on the local runtime, one
+	// after the other so neither shares the machine with the other.
+	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/realnode/", "^BenchmarkRealNode$", "30m"); err != nil {
+		return nil, err
+	}
+	if _, err := goTest([]string{record.EnvDir + "=" + dir}, "./test/e2e/", "^BenchmarkRealNodeCounterparts$", "20m"); err != nil {
 		return nil, err
 	}
 	env = []string{record.EnvDir + "=" + dir, "VALKEY_E2E_PROJECTION_DELAY=" + realistic.String(), "VALKEY_BENCH_ROTATIONS=2"}

@@ -59,8 +59,9 @@ func Render(r Report) string {
 	p("```sh\n%s\n```\n\n", r.Command)
 	p("It builds what it needs (the test control plane, Valkey 8 and 9), runs the\n")
 	p("benchmarks in `test/e2e/bench_*_test.go` against a real kube-apiserver and real\n")
-	p("`valkey-server` processes (the [local runtime](local-runtime.md)), and writes this\n")
-	p("page and the plots in `docs/benchmarks/`.")
+	p("`valkey-server` processes (the [local runtime](local-runtime.md)), and those in\n")
+	p("`test/realnode/bench_test.go` on a real kubelet with containerd and runc, and writes\n")
+	p("this page and the plots in `docs/benchmarks/`.")
 	if r.Wall > 0 {
 		p(" The run below took %s.", minutes(r.Wall))
 	}
