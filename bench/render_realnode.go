@@ -19,13 +19,15 @@ func renderRealNode(w *strings.Builder, r Report) {
 		return
 	}
 	section(w, "Real node beside the local runtime",
-		"The same scenario code run twice in the same run: on a real kubelet with containerd and runc",
-		"(`test/realnode`, the operator installed by its chart as a Deployment, images built here), and on",
-		"the [local runtime](local-runtime.md) (`test/e2e`). Time runs from the action (the create call,",
-		"the pod deletion, the deletion of every pod at once) to the cluster `Active` with every member",
-		"in place. \"lost\" counts keys written (and replicated) before the action and not read back",
-		"after it. The ratio is the real node's time over the local runtime's: what the local",
-		"runtime's figures elsewhere on this page leave out.")
+		"The same three scenarios, each written once per suite against its harness, run one after the",
+		"other: on a real kubelet with containerd and runc (`test/realnode`: the operator installed by",
+		"its chart as a Deployment, images built here, local volumes), then on the [local",
+		"runtime](local-runtime.md) (`test/e2e`). Time runs from the action (the Secret and cluster",
+		"created, the primary's pod deleted, every pod deleted at once) to the cluster `Active` with every",
+		"member answering in place (and, for TLS, every node serving the Secret's certificate). \"lost\"",
+		"counts keys written and replicated before the action that did not read back after it. The",
+		"ratio is the real node's time over the local runtime's: what the local runtime's figures",
+		"elsewhere on this page leave out.")
 	tableHead(w, "lrrrl", "scenario", record.RuntimeRealNode, record.RuntimeLocal, "ratio", "keys written (lost)")
 	for _, sc := range realNodeScenarios {
 		real, okReal := realNodeRecord(r.Records.RealNode, record.RuntimeRealNode, sc)
