@@ -52,6 +52,9 @@ type tlsCluster struct {
 // node serving the Secret's certificate, and starts a client pod.
 func newTLSCluster(t testing.TB, ns, name string, shards, replicas int) *tlsCluster {
 	t.Helper()
+	if node == nil {
+		t.Fatal("the TLS tests need the suite's own node: its client image is built and imported here, and the test process resolves the nodes' names at its CoreDNS")
+	}
 	ctx := context.Background()
 	createRestrictedNamespace(t, ns)
 	f := &tlsCluster{t: t, key: client.ObjectKey{Namespace: ns, Name: name}, secret: name + "-tls", ca: testcerts.NewCA(ns + "-valkey-ca")}
