@@ -73,6 +73,8 @@ func Start(t testing.TB) *Registry {
 	}
 	cmd := exec.Command(filepath.Join(dir, Binary), "serve", config)
 	cmd.Stdout, cmd.Stderr = r.log, r.log
+	// No collector to send traces to.
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", Binary, err)

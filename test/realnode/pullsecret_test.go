@@ -98,14 +98,19 @@ func TestPullSecret(t *testing.T) {
 			t.Errorf("container %s runs image %s, want %s", cs.Name, cs.ImageID, want)
 		}
 	}
-	// The registry served the image's blobs (a push only asks whether they
-	// exist), which it does only to a request with the Secret's credentials.
-	served := false
+	// containerd resolved the image at the registry: refused while the
+	// Secret was missing, answered with its credentials (the blobs it may
+	// already hold, being those of the image imported for the other tests).
+	var refused, answered bool
 	for line := range strings.SplitSeq(reg.Log(), "\n") {
-		served = served || (strings.Contains(line, `"GET /v2/mirror/valkey/blobs/sha256:`) && strings.Contains(line, `" 200 `))
+		if !strings.Contains(line, `"HEAD /v2/mirror/valkey/manifests/8.0.1 HTTP/1.1"`) || !strings.Contains(line, `"containerd/`) {
+			continue
+		}
+		refused = refused || strings.Contains(line, `" 401 `)
+		answered = answered || strings.Contains(line, `" 200 `)
 	}
-	if !served {
-		t.Errorf("the registry served no blob of the image:\n%s", reg.Log())
+	if !refused || !answered {
+		t.Errorf("the registry's log does not show containerd refused (%v) and then answered (%v):\n%s", refused, answered, reg.Log())
 	}
 	c := clusterClient(t, pods[0].Status.PodIP)
 	checkAll(t, c, writeKeys(t, c, "mirror", 50))
