@@ -63,7 +63,7 @@ func TestSingleNodeCluster(t *testing.T) {
 
 	// What runs inside the containers is read from the node's processes,
 	// where the node is this machine.
-	if node != nil {
+	if nodeIsLocal() {
 		checkValkeyProcesses(t, &pod, key.Name)
 	}
 	eventually(t, 30*time.Second, "the exporter's redis_up 1", func() error {

@@ -118,7 +118,7 @@ func TestPrimaryPodDeleted(t *testing.T) {
 // names may have several nodes, which the scheduler spreads them over.
 func logCapacity(t testing.TB, key client.ObjectKey) {
 	t.Helper()
-	if node == nil {
+	if !nodeIsLocal() {
 		return
 	}
 	var n corev1.Node

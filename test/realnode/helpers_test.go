@@ -27,7 +27,6 @@ import (
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/chartinstall"
-	"github.com/gomomento/valkey-operator/internal/nodeimages"
 	"github.com/gomomento/valkey-operator/internal/realnode"
 	"github.com/gomomento/valkey-operator/internal/testenv"
 	"github.com/gomomento/valkey-operator/internal/topology"
@@ -517,6 +516,9 @@ func containerPID(t testing.TB, p *corev1.Pod, container string) int {
 	if id == "" {
 		t.Fatalf("pod %s has no container %s running", p.Name, container)
 	}
+	if !nodeIsLocal() {
+		t.Fatalf("the processes of pod %s are on a node of another machine: read them only where nodeIsLocal", p.Name)
+	}
 	tops, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "pids", node.CgroupRoot))
 	if len(tops) == 0 {
 		tops, _ = filepath.Glob(filepath.Join("/sys/fs/cgroup", node.CgroupRoot))
@@ -567,9 +569,10 @@ func createRestrictedNamespace(t testing.TB, name string) {
 	if err := k8sClient.Create(ctx, ns); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+	image, _ := clientImage()
 	plain := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "no-security-context"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: nodeimages.Client().Name}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}},
 	}
 	if err := k8sClient.Create(ctx, plain, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "PodSecurity") {
 		t.Fatalf("a pod without securityContext in %s: %v; want a PodSecurity refusal", name, err)

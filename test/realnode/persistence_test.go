@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
-	"github.com/gomomento/valkey-operator/internal/localkube"
 	"github.com/gomomento/valkey-operator/internal/render"
 )
 
@@ -29,9 +28,10 @@ import (
 const dataDir = "/var/lib/valkey"
 
 // TestPersistenceFullRestart runs a persistent 3x1 cluster (appendfsync
-// always) on real volumes: each node's claim bound by the PV controller to
-// a local volume of the node, mounted by the kubelet as the data directory
-// and given the pod's fsGroup, the append-only files on the node's disk.
+// always) on real volumes: each node's claim bound in the cluster's
+// StorageClass (storageClass); on the local node, to a local volume
+// mounted by the kubelet as the data directory and given the pod's
+// fsGroup, the append-only files on the node's disk.
 // Every pod is then deleted at once under a checking client, as a
 // namespace-wide eviction would. Every node comes back on the same claim
 // and volume with its node ID, nothing is replaced, the cluster re-forms by
@@ -40,8 +40,12 @@ func TestPersistenceFullRestart(t *testing.T) {
 	ns := "persistence"
 	createNamespace(t, ns)
 	ctx := context.Background()
+	class, explicit := storageClass(t)
 	cfg := createMenu(t, "persistence", false, func(s *valkeyv1.ValkeyConfigSpec) {
 		s.Persistence = &valkeyv1.Persistence{Size: resource.MustParse("1Gi"), Appendfsync: valkeyv1.AppendFsyncAlways}
+		if explicit {
+			s.Persistence.StorageClassName = class
+		}
 	})
 	t0 := time.Now()
 	key := createCluster(t, ns, "durable", cfg, 3, 1)
@@ -56,18 +60,22 @@ func TestPersistenceFullRestart(t *testing.T) {
 	}
 	before := map[string]identity{}
 	for i, p := range pods {
-		claim, pv := memberVolume(t, ns, p.Name)
-		checkMounted(t, &p, pv.Spec.Local.Path)
-		if i == 0 {
-			fi, _ := os.Stat(pv.Spec.Local.Path)
-			t.Logf("volume %s of %s: %s, %v, group %d", pv.Name, p.Name, pv.Spec.Local.Path, fi.Mode(), fi.Sys().(*syscall.Stat_t).Gid)
+		claim, pv := memberVolume(t, ns, p.Name, class)
+		var dir string
+		if nodeIsLocal() {
+			dir = pv.Spec.Local.Path
+			checkMounted(t, &p, dir)
+			if i == 0 {
+				fi, _ := os.Stat(dir)
+				t.Logf("volume %s of %s: %s, %v, group %d", pv.Name, p.Name, dir, fi.Mode(), fi.Sys().(*syscall.Stat_t).Gid)
+			}
 		}
 		var vn valkeyv1.ValkeyNode
 		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Name}, &vn); err != nil {
 			t.Fatal(err)
 		}
 		before[p.Name] = identity{podUID: p.UID, nodeUID: vn.UID, claimUID: claim.UID,
-			volume: pv.Name, dir: pv.Spec.Local.Path, id: nodeID(t, ns, p.Name)}
+			volume: pv.Name, dir: dir, id: nodeID(t, ns, p.Name)}
 	}
 
 	c := clusterClient(t, pods[0].Status.PodIP)
@@ -75,14 +83,16 @@ func TestPersistenceFullRestart(t *testing.T) {
 	waitReplicated(t, c)
 	// The first key is on the node's disk, in the append-only files of its
 	// shard's primary and replica.
-	holders := 0
-	for _, name := range members {
-		if aofHolds(t, before[name].dir, "persist:0") {
-			holders++
+	if nodeIsLocal() {
+		holders := 0
+		for _, name := range members {
+			if aofHolds(t, before[name].dir, "persist:0") {
+				holders++
+			}
 		}
-	}
-	if holders != 2 {
-		t.Errorf("%d volumes' append-only files hold persist:0, want its primary's and its replica's", holders)
+		if holders != 2 {
+			t.Errorf("%d volumes' append-only files hold persist:0, want its primary's and its replica's", holders)
+		}
 	}
 
 	w := startWriter(c, "during")
@@ -134,11 +144,16 @@ func TestPersistenceFullRestart(t *testing.T) {
 		if p.UID == was.podUID {
 			t.Errorf("pod %s was not deleted", p.Name)
 		}
-		claim, pv := memberVolume(t, ns, p.Name)
-		if claim.UID != was.claimUID || pv.Name != was.volume || pv.Spec.Local.Path != was.dir {
-			t.Errorf("%s: claim %s on %s at %s, was %s on %s at %s", p.Name, claim.UID, pv.Name, pv.Spec.Local.Path, was.claimUID, was.volume, was.dir)
+		claim, pv := memberVolume(t, ns, p.Name, class)
+		if claim.UID != was.claimUID || pv.Name != was.volume {
+			t.Errorf("%s: claim %s on %s, was %s on %s", p.Name, claim.UID, pv.Name, was.claimUID, was.volume)
 		}
-		checkMounted(t, &p, was.dir)
+		if nodeIsLocal() {
+			if pv.Spec.Local.Path != was.dir {
+				t.Errorf("%s: volume %s at %s, was at %s", p.Name, pv.Name, pv.Spec.Local.Path, was.dir)
+			}
+			checkMounted(t, &p, was.dir)
+		}
 		var vn valkeyv1.ValkeyNode
 		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.Name}, &vn); err != nil || vn.UID != was.nodeUID {
 			t.Errorf("ValkeyNode %s deleted or recreated (%v)", p.Name, err)
@@ -157,27 +172,30 @@ func TestPersistenceFullRestart(t *testing.T) {
 }
 
 // memberVolume is a persistent node's claim and its volume, checked to be
-// what the default StorageClass gives: bound, a local volume under the
-// provisioner's directory, pinned to the real node.
-func memberVolume(t testing.TB, ns, name string) (corev1.PersistentVolumeClaim, corev1.PersistentVolume) {
+// what class gives: bound to each other; on the local node, a local volume
+// under the provisioner's directory, pinned to the node.
+func memberVolume(t testing.TB, ns, name, class string) (corev1.PersistentVolumeClaim, corev1.PersistentVolume) {
 	t.Helper()
 	ctx := context.Background()
 	var claim corev1.PersistentVolumeClaim
 	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.NodeClaimName(name)}, &claim); err != nil {
 		t.Fatalf("the claim of %s: %v", name, err)
 	}
-	if claim.Status.Phase != corev1.ClaimBound || claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != localkube.StorageClassName {
-		t.Fatalf("claim %s is %s in class %v, want Bound in the default %s", claim.Name, claim.Status.Phase, claim.Spec.StorageClassName, localkube.StorageClassName)
+	if claim.Status.Phase != corev1.ClaimBound || claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != class {
+		t.Fatalf("claim %s is %s in class %v, want Bound in %s", claim.Name, claim.Status.Phase, claim.Spec.StorageClassName, class)
 	}
 	var pv corev1.PersistentVolume
 	if err := k8sClient.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, &pv); err != nil {
 		t.Fatalf("the volume of claim %s: %v", claim.Name, err)
 	}
-	if pv.Spec.Local == nil || filepath.Dir(pv.Spec.Local.Path) != volumesDir {
-		t.Fatalf("volume %s is %+v, want a local volume under %s", pv.Name, pv.Spec.PersistentVolumeSource, volumesDir)
-	}
 	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
 		t.Fatalf("volume %s is bound to %+v, not to claim %s", pv.Name, ref, claim.UID)
+	}
+	if !nodeIsLocal() {
+		return claim, pv
+	}
+	if pv.Spec.Local == nil || filepath.Dir(pv.Spec.Local.Path) != volumesDir {
+		t.Fatalf("volume %s is %+v, want a local volume under %s", pv.Name, pv.Spec.PersistentVolumeSource, volumesDir)
 	}
 	if a := pv.Spec.NodeAffinity; a == nil || a.Required == nil || len(a.Required.NodeSelectorTerms) != 1 || len(a.Required.NodeSelectorTerms[0].MatchExpressions) != 1 ||
 		!slices.Equal(a.Required.NodeSelectorTerms[0].MatchExpressions[0].Values, []string{node.Name}) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +17,6 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/nodeimages"
 	"github.com/gomomento/valkey-operator/internal/render"
-	"github.com/gomomento/valkey-operator/internal/testregistry"
 )
 
 // TestPullSecret runs a cluster whose image lives only in a private
@@ -26,21 +27,14 @@ import (
 // with nothing else changed: the pod runs the image the kubelet pulled
 // from the registry with the Secret's credentials.
 func TestPullSecret(t *testing.T) {
-	if node == nil {
-		// The registry listens on this machine's loopback, which only the
-		// suite's own node pulls from.
-		t.Skip("needs the suite's own node: a cluster a kubeconfig names cannot reach this machine's test registry")
-	}
 	ctx := context.Background()
-	reg := testregistry.Start(t)
-	if err := node.UsePlainHTTPRegistry(reg.Host); err != nil {
-		t.Fatal(err)
-	}
+	reg := privateRegistry(t)
 	built, err := nodeimages.BuildValkey(ctx, nodeimages.Valkey8(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := reg.Push(ctx, built.Image, "mirror/valkey:8.0.1")
+	mirrored, digest := mirrorImage(t, built.Image)
+	ref, err := reg.Push(ctx, mirrored, "mirror/valkey:8.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,24 +88,54 @@ func TestPullSecret(t *testing.T) {
 		}
 		// The kubelet reports the image by the digest it pulled: the one
 		// pushed, from the registry.
-		if want := strings.TrimSuffix(ref, ":8.0.1") + "@" + built.Digest.String(); cs.ImageID != want {
+		if want := strings.TrimSuffix(ref, ":8.0.1") + "@" + digest.String(); cs.ImageID != want {
 			t.Errorf("container %s runs image %s, want %s", cs.Name, cs.ImageID, want)
 		}
 	}
 	// containerd resolved the image at the registry: refused while the
-	// Secret was missing, answered with its credentials (the blobs it may
-	// already hold, being those of the image imported for the other tests).
-	var refused, answered bool
-	for line := range strings.SplitSeq(reg.Log(), "\n") {
-		if !strings.Contains(line, `"HEAD /v2/mirror/valkey/manifests/8.0.1 HTTP/1.1"`) || !strings.Contains(line, `"containerd/`) {
-			continue
+	// Secret was missing, answered with its credentials (the layers it may
+	// already hold, being those of the image imported for the other
+	// tests). Only the local node's registry shows its access log.
+	if nodeIsLocal() {
+		var refused, answered bool
+		for line := range strings.SplitSeq(reg.Log(), "\n") {
+			if !strings.Contains(line, `"HEAD /v2/mirror/valkey/manifests/8.0.1 HTTP/1.1"`) || !strings.Contains(line, `"containerd/`) {
+				continue
+			}
+			refused = refused || strings.Contains(line, `" 401 `)
+			answered = answered || strings.Contains(line, `" 200 `)
 		}
-		refused = refused || strings.Contains(line, `" 401 `)
-		answered = answered || strings.Contains(line, `" 200 `)
-	}
-	if !refused || !answered {
-		t.Errorf("the registry's log does not show containerd refused (%v) and then answered (%v):\n%s", refused, answered, reg.Log())
+		if !refused || !answered {
+			t.Errorf("the registry's log does not show containerd refused (%v) and then answered (%v):\n%s", refused, answered, reg.Log())
+		}
 	}
 	c := clusterClient(t, pods[0].Status.PodIP)
 	checkAll(t, c, writeKeys(t, c, "mirror", 50))
+}
+
+// mirrorImage is img with a label of its own, so that its image ID differs
+// from the valkey/valkey:8.0.1 the other tests' pods run: the kubelet
+// records the pull secret of an image pulled with one by image ID, and
+// from then on re-verifies every pod using that ID, pulling the public
+// name too, which a node with no route to Docker Hub cannot.
+func mirrorImage(t testing.TB, img v1.Image) (v1.Image, v1.Hash) {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	if cf.Config.Labels == nil {
+		cf.Config.Labels = map[string]string{}
+	}
+	cf.Config.Labels["io.valkey.conformance.mirror"] = "pullsecret"
+	out, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := out.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, digest
 }

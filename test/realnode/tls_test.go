@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +22,6 @@ import (
 	valkeyv1 "github.com/gomomento/valkey-operator/api/v1alpha1"
 	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/dnsname"
-	"github.com/gomomento/valkey-operator/internal/nodeimages"
-	"github.com/gomomento/valkey-operator/internal/realnode"
 	"github.com/gomomento/valkey-operator/internal/testcerts"
 	vk "github.com/gomomento/valkey-operator/internal/valkey"
 )
@@ -52,9 +49,6 @@ type tlsCluster struct {
 // node serving the Secret's certificate, and starts a client pod.
 func newTLSCluster(t testing.TB, ns, name string, shards, replicas int) *tlsCluster {
 	t.Helper()
-	if node == nil {
-		t.Fatal("the TLS tests need the suite's own node: its client image is built and imported here, and the test process resolves the nodes' names at its CoreDNS")
-	}
 	ctx := context.Background()
 	createRestrictedNamespace(t, ns)
 	f := &tlsCluster{t: t, key: client.ObjectKey{Namespace: ns, Name: name}, secret: name + "-tls", ca: testcerts.NewCA(ns + "-valkey-ca")}
@@ -141,6 +135,7 @@ const clientDir = "/certs"
 // until it runs.
 func (f *tlsCluster) startClientPod(name string) string {
 	f.t.Helper()
+	image, pull := clientImage()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: name},
 		Spec: corev1.PodSpec{
@@ -150,8 +145,8 @@ func (f *tlsCluster) startClientPod(name string) string {
 			},
 			Containers: []corev1.Container{{
 				Name:            "client",
-				Image:           nodeimages.Client().Name,
-				ImagePullPolicy: corev1.PullNever,
+				Image:           image,
+				ImagePullPolicy: pull,
 				WorkingDir:      clientDir,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
@@ -276,11 +271,11 @@ func (f *tlsCluster) waitServing(leaf *testcerts.LeafCert, timeout time.Duration
 
 // clusterClient is a cluster-aware client of the test process, over TLS,
 // that follows the names the nodes announce: this machine's resolver does
-// not know the cluster's names, so they are looked up at the node's
-// cluster DNS, as a pod's resolver does, and verified against the
-// certificate.
+// not know the cluster's names, so they are looked up at the cluster's
+// DNS, as a pod's resolver does, and verified against the certificate.
 func (f *tlsCluster) clusterClient() valkey.Client {
 	f.t.Helper()
+	resolver := clusterResolver(f.t)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(f.ca.CertPEM)
 	names := f.podNames()
@@ -300,7 +295,7 @@ func (f *tlsCluster) clusterClient() valkey.Client {
 			if err != nil {
 				return nil, err
 			}
-			addrs, err := clusterResolver.LookupHost(ctx, host)
+			addrs, err := resolver.LookupHost(ctx, host)
 			if err != nil {
 				return nil, err
 			}
@@ -322,12 +317,6 @@ func (f *tlsCluster) clusterClient() valkey.Client {
 	f.t.Cleanup(c.Close)
 	return c
 }
-
-// clusterResolver asks the node's CoreDNS.
-var clusterResolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, network, net.JoinHostPort(node.DNS.String(), strconv.Itoa(realnode.DNSPort)))
-}}
 
 // TestTLSWalkthrough follows the TLS page as a product team would, in a
 // namespace enforcing the restricted Pod Security Standard: the

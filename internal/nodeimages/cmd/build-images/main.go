@@ -24,6 +24,7 @@ func main() {
 	out := flag.String("out", "bin/images", "directory to write the image archives to")
 	operatorName := flag.String("operator-image", "", "name of the operator image (default gomomento/valkey-operator:latest, as config/manager and the chart)")
 	version := flag.String("version", "", "version stamped into the operator (default dev, as the Dockerfile)")
+	client := flag.Bool("client", false, "also build "+nodeimages.Client().Name+", the image test/realnode's client pods run valkey-cli and openssl from")
 	flag.Parse()
 	root, err := testbin.RepoRoot()
 	if err != nil {
@@ -35,6 +36,13 @@ func main() {
 	imgs, err := nodeimages.BuildAll(ctx, nodeimages.Options{
 		RepoRoot: root, OutDir: *out, OperatorName: *operatorName, OperatorVersion: *version,
 	})
+	if err == nil && *client {
+		var img nodeimages.Image
+		img, err = nodeimages.BuildClient(ctx, nodeimages.Client(), *out)
+		if err == nil {
+			imgs = append(imgs, img)
+		}
+	}
 	for _, img := range imgs {
 		fmt.Printf("%s\t%s\t%s\n", img.FullName, img.Digest, img.Path)
 	}
