@@ -35,10 +35,10 @@ const backupBucket = "valkey-backups"
 // completed, then serves every key and nothing else, and the loaders are
 // gone.
 func TestBackupAndRestoreIntoAnotherShape(t *testing.T) {
+	store := backupStore(t)
 	ns := "backup"
 	createNamespace(t, ns)
 	ctx := context.Background()
-	store := backupStore(t)
 	cfg := createMenu(t, "backup", false)
 	src := createCluster(t, ns, "source", cfg, 2, 1)
 	vc := waitConverged(t, src, 2, 1, 5*time.Minute)
