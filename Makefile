@@ -58,8 +58,8 @@ bench: node valkey ## Benchmarks that print figures and write docs/benchmarks.md
 	$(GO) run ./bench
 
 .PHONY: demo
-demo: testbin valkey ## The local playground: control plane, node runtime, operator and a sample TLS cluster.
-	$(GO) run ./cmd/valkey-local demo
+demo: testbin valkey $(if $(REAL_NODE),node) ## The local playground: control plane, node runtime, operator and a sample TLS cluster (REAL_NODE=1: on a real kubelet with containerd, as root).
+	$(GO) run ./cmd/valkey-local demo $(if $(REAL_NODE),--real-node)
 
 .PHONY: help
 help:

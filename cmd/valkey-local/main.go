@@ -3,6 +3,7 @@
 //
 //	valkey-local up   [--dir DIR] [--projection-delay D] [--etc-hosts]
 //	valkey-local demo [--dir DIR] [--projection-delay D] [--etc-hosts]
+//	valkey-local demo --real-node [--dir DIR]
 //	valkey-local operator [--dir DIR] [-- valkey-operator flags]
 package main
 
@@ -35,7 +36,8 @@ func usage() {
 	fmt.Fprintln(os.Stderr, "usage: valkey-local up|demo [--dir DIR] [--projection-delay D] [--etc-hosts]")
 	fmt.Fprintln(os.Stderr, "       valkey-local operator [--dir DIR] [-- valkey-operator flags]")
 	fmt.Fprintln(os.Stderr, "  up        the control plane and the node runtime")
-	fmt.Fprintln(os.Stderr, "  demo      the same, plus the operator and the sample TLS cluster")
+	fmt.Fprintln(os.Stderr, "  demo      the same, plus the operator and the sample TLS cluster;")
+	fmt.Fprintln(os.Stderr, "            with --real-node, on a real kubelet with containerd (root)")
 	fmt.Fprintln(os.Stderr, "  operator  the operator alone, as its own process, for the pods of an `up` in DIR")
 }
 
@@ -51,8 +53,18 @@ func run(args []string) error {
 	dir := fs.String("dir", ".local", "directory for the kubeconfig, logs and pod files")
 	delay := fs.Duration("projection-delay", 0, "delay before ConfigMap and Secret changes reach pod files (default 3s)")
 	etcHosts := fs.Bool("etc-hosts", args[0] == "demo" && os.Geteuid() == 0, "keep pod and Service names in /etc/hosts (root only; default on for demo as root)")
+	var realNode *bool
+	if args[0] == "demo" {
+		realNode = fs.Bool("real-node", false, "run the pods as containers on a real node (containerd, runc, kubelet) and the operator by its chart (root only)")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if realNode != nil && *realNode {
+		if os.Geteuid() != 0 {
+			return errors.New("--real-node needs root")
+		}
+		*etcHosts = false
 	}
 	if *etcHosts && os.Geteuid() != 0 {
 		return errors.New("--etc-hosts needs root")
@@ -65,7 +77,7 @@ func run(args []string) error {
 		stop()
 	}()
 	if args[0] == "demo" {
-		return playground.Demo(ctx, playground.DemoOptions{Dir: *dir, EtcHosts: *etcHosts, ProjectionDelay: *delay})
+		return playground.Demo(ctx, playground.DemoOptions{Dir: *dir, EtcHosts: *etcHosts, ProjectionDelay: *delay, RealNode: *realNode})
 	}
 	log := funcr.New(func(prefix, args string) {
 		fmt.Fprintln(os.Stderr, prefix, args)

@@ -37,6 +37,14 @@ type DemoOptions struct {
 	Out io.Writer
 	// Ready, when set, is called with the sample once it is Active.
 	Ready func(ctx context.Context, s *Sample) error
+	// RealNode runs the demo on a real node instead (root only): its pods
+	// are containers under a real kubelet, and the operator is installed by
+	// its chart (internal/realcluster).
+	RealNode bool
+	// NodeDir holds the real node's state, its unix sockets included, so
+	// it must be short. Default: a new temporary directory, removed at the
+	// end.
+	NodeDir string
 }
 
 // Demo runs the local control plane and node runtime, the operator, and the
@@ -46,10 +54,13 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 	if opts.Dir == "" {
 		opts.Dir = ".local"
 	}
-	out := opts.Out
-	if out == nil {
-		out = os.Stdout
+	if opts.Out == nil {
+		opts.Out = os.Stdout
 	}
+	if opts.RealNode {
+		return realNodeDemo(ctx, opts)
+	}
+	out := opts.Out
 	root, err := testbin.RepoRoot()
 	if err != nil {
 		return err
@@ -90,7 +101,11 @@ func Demo(ctx context.Context, opts DemoOptions) (err error) {
 	}
 	fmt.Fprintf(out, "operator running (log: %s)\n", logFile.Name())
 
-	sample, err := installSample(ctx, out, l, scheme, filepath.Join(root, "config", "samples"), dir, opOpts.ClusterDomain)
+	c, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	sample, err := installSample(ctx, out, c, filepath.Join(root, "config", "samples"), dir, opOpts.ClusterDomain)
 	if err != nil {
 		return err
 	}
@@ -143,11 +158,7 @@ func startOperator(ctx context.Context, l *localkube.Local, scheme *runtime.Sche
 
 // installSample applies the samples and waits, reporting progress to out,
 // until the sample cluster is Active.
-func installSample(ctx context.Context, out io.Writer, l *localkube.Local, scheme *runtime.Scheme, samplesDir, dir, clusterDomain string) (*Sample, error) {
-	c, err := client.New(l.ControlPlane.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
+func installSample(ctx context.Context, out io.Writer, c client.Client, samplesDir, dir, clusterDomain string) (*Sample, error) {
 	sample, err := Install(ctx, c, samplesDir, dir, clusterDomain)
 	if err != nil {
 		return nil, err

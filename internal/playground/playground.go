@@ -40,6 +40,8 @@ type Sample struct {
 	CAFile string
 	// Service is the name clients use as a seed.
 	Service string
+	// RealNode is what the real-node demo printed to try; nil otherwise.
+	RealNode *RealNodeTry
 }
 
 // Command is the TLS page's verification command for this sample.

@@ -24,19 +24,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gomomento/valkey-operator/internal/chartinstall"
-	"github.com/gomomento/valkey-operator/internal/controller"
 	"github.com/gomomento/valkey-operator/internal/localkube"
-	"github.com/gomomento/valkey-operator/internal/nodeimages"
+	"github.com/gomomento/valkey-operator/internal/realcluster"
 	"github.com/gomomento/valkey-operator/internal/realnode"
 	"github.com/gomomento/valkey-operator/internal/testbin"
 )
@@ -51,7 +45,7 @@ const (
 
 // operatorNamespace is where the chart is installed: its release
 // namespace, that of the Deployment, its Lease and its metering records.
-const operatorNamespace = controller.DefaultNamespace
+const operatorNamespace = realcluster.OperatorNamespace
 
 var (
 	// cp is the control plane, node the one real node the pods run on;
@@ -65,6 +59,10 @@ var (
 	restConfig *rest.Config
 	// runDir holds everything of the run.
 	runDir string
+	// volumesDir holds the directory of each volume the provisioner made.
+	volumesDir string
+	// cluster is what bootstrap started.
+	cluster *realcluster.Cluster
 )
 
 func TestMain(m *testing.M) {
@@ -112,15 +110,10 @@ func run(m *testing.M) int {
 	return code
 }
 
-// bootstrap starts everything the tests share and returns what stops it,
-// which is safe to call whatever bootstrap got to.
+// bootstrap starts everything the tests share (internal/realcluster) and
+// returns what stops it, which is safe to call whatever bootstrap got to.
 func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
-	var stops []func()
-	stop = func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
+	stop = func() {}
 	t0 := time.Now()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "test/realnode: %6.1fs "+format+"\n", append([]any{time.Since(t0).Seconds()}, args...)...)
@@ -130,170 +123,31 @@ func bootstrap(ctx context.Context, dir string) (stop func(), err error) {
 		return stop, err
 	}
 	ctrl.SetLogger(fileLog(filepath.Join(dir, "controller-runtime.log")))
-
-	kubeconfig := os.Getenv(envKubeconfig)
-	values := map[string]any{}
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		image, err := startNode(ctx, dir, root, &stops, logf)
-		if err != nil {
-			return stop, err
-		}
-		if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-			return stop, err
-		}
-		// No registry: the kubelet runs the image imported into the node.
-		if values, err = chartinstall.ImageValues(image, string(corev1.PullIfNotPresent)); err != nil {
-			return stop, err
-		}
-	} else if image := os.Getenv(envOperatorImage); image != "" {
-		if values, err = chartinstall.ImageValues(image, ""); err != nil {
-			return stop, err
-		}
-	}
-	if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-		return stop, fmt.Errorf("reading %s: %w", kubeconfig, err)
-	}
-	scheme, err := controller.NewScheme()
-	if err != nil {
-		return stop, err
-	}
-	if k8sClient, err = client.New(restConfig, client.Options{Scheme: scheme}); err != nil {
-		return stop, err
-	}
-	if clientset, err = kubernetes.NewForConfig(restConfig); err != nil {
-		return stop, err
-	}
-	if err := ensureOperatorNamespace(ctx, operatorNamespace); err != nil {
-		return stop, err
-	}
-	helm := chartinstall.Options{
-		Kubeconfig: kubeconfig,
-		ChartDir:   filepath.Join(root, "charts", "valkey-operator"),
-		Namespace:  operatorNamespace,
-		Values:     values,
-		Log:        fileWriter(filepath.Join(dir, "helm.log")),
-	}
-	stops = append(stops, func() {
-		if err := chartinstall.Uninstall(helm); err != nil {
-			fmt.Fprintln(os.Stderr, "test/realnode:", err)
-		}
+	c, err := realcluster.Start(ctx, realcluster.Options{
+		Dir:           dir,
+		Root:          root,
+		Kubeconfig:    os.Getenv(envKubeconfig),
+		OperatorImage: os.Getenv(envOperatorImage),
+		Logf:          logf,
+		Warn:          func(err error) { fmt.Fprintln(os.Stderr, "test/realnode:", err) },
+		HelmLog:       fileWriter(filepath.Join(dir, "helm.log")),
+		Log:           ctrl.Log,
 	})
-	if err := chartinstall.Install(ctx, helm); err != nil {
-		return stop, err
-	}
-	leader, err := chartinstall.WaitLeader(ctx, clientset, operatorNamespace, 2*time.Minute)
-	if err != nil {
-		return stop, err
-	}
-	logf("chart installed; operator pod %s leads", leader.Name)
-	return stop, nil
-}
-
-// startNode starts the control plane and the node, imports the images the
-// tests' pods and the chart's Deployment run, and returns the operator's.
-func startNode(ctx context.Context, dir, root string, stops *[]func(), logf func(string, ...any)) (string, error) {
-	kc, err := realnode.NewKubeletClient(filepath.Join(dir, "kubelet-client"))
-	if err != nil {
-		return "", err
-	}
-	nodeIP, err := realnode.DefaultNodeIP()
-	if err != nil {
-		return "", err
-	}
-	clusterDomain := controller.DefaultOptions().ClusterDomain
-	// No CRDs: the chart installs them, from its crds/.
-	if cp, err = localkube.StartControlPlane(ctx, localkube.ControlPlaneOptions{
-		Dir:                     filepath.Join(dir, "cp"),
-		ServiceAccountAdmission: true,
-		APIServerArgs:           kc.APIServerArgs(),
-		ControllerManagerArgs:   []string{"--flex-volume-plugin-dir=" + filepath.Join(dir, "cp", "flex")},
-		// Pods reach the apiserver through the `kubernetes` Service, as an
-		// operator pod's in-cluster configuration does.
-		PodNetwork: &localkube.PodNetwork{Address: nodeIP.String(), ClusterDomain: clusterDomain},
-	}); err != nil {
-		return "", fmt.Errorf("control plane: %w", err)
-	}
-	*stops = append(*stops, func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-		}
-	})
-	logf("control plane up")
-
-	if node, err = realnode.Start(ctx, realnode.Options{
-		Config:          cp.Config,
-		Users:           cp.Env,
-		Dir:             filepath.Join(dir, "node"),
-		KubeletClientCA: filepath.Join(dir, "kubelet-client", "kubelet-client-ca.crt"),
-		NodeIP:          nodeIP.String(),
-		// The domain the operator names pods under: the kubelet writes the
-		// pod's name in it into the pod's /etc/hosts, and the node's
-		// CoreDNS serves it.
-		ClusterDomain: clusterDomain,
-		DNS:           true,
-		Services:      true,
-	}); err != nil {
-		return "", fmt.Errorf("node: %w", err)
-	}
-	*stops = append(*stops, func() {
-		if err := node.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the node:", err)
-		}
-	})
-	logf("node %s Ready (bridge %s, pod subnet %s, cluster DNS %s)", node.Name, node.Bridge, node.PodSubnet, node.DNS)
-	stopStorage, err := startStorage(ctx, filepath.Join(dir, "volumes"))
-	if err != nil {
-		return "", err
-	}
-	*stops = append(*stops, stopStorage)
-
-	// The images of the pods the tests render (Valkey 8 and the
-	// exporter), of the client pods the tests run the TLS page's commands
-	// from, and of the chart's Deployment, built from this tree.
-	imgDir := filepath.Join(dir, "images")
-	if err := os.MkdirAll(imgDir, 0o755); err != nil {
-		return "", err
-	}
-	op := nodeimages.Operator(root)
-	for _, build := range []func() (nodeimages.Image, error){
-		func() (nodeimages.Image, error) { return nodeimages.BuildValkey(ctx, nodeimages.Valkey8(), imgDir) },
-		func() (nodeimages.Image, error) { return nodeimages.BuildExporter(ctx, nodeimages.Exporter(), imgDir) },
-		func() (nodeimages.Image, error) { return nodeimages.BuildClient(ctx, nodeimages.Client(), imgDir) },
-		func() (nodeimages.Image, error) { return nodeimages.BuildOperator(ctx, op, imgDir) },
-	} {
-		img, err := build()
-		if err != nil {
-			return "", err
-		}
-		if err := node.ImportImage(ctx, img.Path); err != nil {
-			return "", err
-		}
-		logf("image %s imported (%s)", img.FullName, img.Digest)
-	}
-	return op.Name, nil
-}
-
-// ensureOperatorNamespace creates namespace enforcing Pod Security
-// restricted, unless it exists: the chart's pods must be admitted there.
-func ensureOperatorNamespace(ctx context.Context, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted",
-	}}}
-	if err := k8sClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
+	cluster = c
+	cp, node = c.ControlPlane, c.Node
+	k8sClient, clientset, restConfig = c.Client, c.Clientset, c.Config
+	volumesDir = c.VolumesDir
+	return c.Stop, err
 }
 
 // printOperatorLogs prints what kubectl logs would of the operator's pods.
 func printOperatorLogs() {
-	if clientset == nil {
+	if cluster == nil || cluster.Clientset == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fmt.Fprintf(os.Stderr, "--- operator logs ---\n%s\n", chartinstall.Logs(ctx, clientset, operatorNamespace, 300))
+	fmt.Fprintf(os.Stderr, "--- operator logs ---\n%s\n", cluster.OperatorLogs(ctx, 300))
 }
 
 // fileWriter is a file to log to, or nothing when it cannot be created.
