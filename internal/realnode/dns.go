@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,23 +83,7 @@ func (n *Node) startDNS(ctx context.Context) error {
 		return err
 	}
 	n.dnsProc = d
-	hc := &http.Client{Timeout: 2 * time.Second}
-	defer hc.CloseIdleConnections()
-	url := fmt.Sprintf("http://127.0.0.1:%d/ready", ready)
-	if err := poll(ctx, n.opts.StartTimeout, func() (bool, error) {
-		if d.exited() {
-			return false, fmt.Errorf("coredns exited: %v", d.err)
-		}
-		resp, err := hc.Get(url)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		return fmt.Errorf("waiting for coredns to be ready (log %s): %w", d.log, err)
-	}
-	return nil
+	return waitServing(ctx, d, fmt.Sprintf("http://127.0.0.1:%d/ready", ready), n.opts.StartTimeout, "coredns to be ready")
 }
 
 // Resolver asks the node's CoreDNS, as the pods do: for clients on this

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,23 +223,7 @@ func (n *Node) startProxy(ctx context.Context) error {
 		return err
 	}
 	n.proxyProc = d
-	hc := &http.Client{Timeout: 2 * time.Second}
-	defer hc.CloseIdleConnections()
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz)
-	if err := poll(ctx, n.opts.StartTimeout, func() (bool, error) {
-		if d.exited() {
-			return false, fmt.Errorf("kube-proxy exited: %v", d.err)
-		}
-		resp, err := hc.Get(url)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		return fmt.Errorf("waiting for kube-proxy to be healthy (log %s): %w", d.log, err)
-	}
-	return nil
+	return waitServing(ctx, d, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz), n.opts.StartTimeout, "kube-proxy to be healthy")
 }
 
 // stopProxy stops kube-proxy, removes its rules and lets the next node
